@@ -1,0 +1,2 @@
+//! Reveal's analysis library: windows, features, detectors, attribution, episodes, reports.
+#![forbid(unsafe_code)]

@@ -1,0 +1,124 @@
+//! Command-line flags, in node_exporter's style (`--web.listen-address`, `--collector.NAME`).
+
+use crate::collectors::{Settings, COLLECTORS};
+use crate::paths::Paths;
+use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
+use std::path::PathBuf;
+
+/// The exporter's default port: outside 9100–9999, which Prometheus' port allocation list has
+/// fully assigned, so it does not collide with another exporter on the same host.
+pub const DEFAULT_PORT: u16 = 19190;
+
+#[derive(Debug, Clone, Args)]
+pub struct Flags {
+    /// Address to listen on for HTTP requests (use 127.0.0.1:PORT to stay on loopback; port 0
+    /// picks a free one and logs it).
+    #[arg(long = "web.listen-address", default_value_t = format!(":{DEFAULT_PORT}"))]
+    pub listen_address: String,
+    /// Path under which to expose metrics.
+    #[arg(long = "web.telemetry-path", default_value = "/metrics")]
+    pub telemetry_path: String,
+    /// Maximum number of scrapes served at once; further requests get 503.
+    #[arg(long = "web.max-requests", default_value_t = 40)]
+    pub max_requests: usize,
+    /// procfs mount point.
+    #[arg(long = "path.procfs", default_value = crate::paths::DEFAULT_PROCFS)]
+    pub procfs: PathBuf,
+    /// sysfs mount point.
+    #[arg(long = "path.sysfs", default_value = crate::paths::DEFAULT_SYSFS)]
+    pub sysfs: PathBuf,
+    /// Only log messages with at least this severity: error, warn, info, debug.
+    #[arg(long = "log.level", default_value = "info", value_parser = ["error", "warn", "info", "debug", "trace"])]
+    pub log_level: String,
+    /// Turn off all collectors by default; enable the wanted ones with --collector.NAME.
+    #[arg(long = "collector.disable-defaults")]
+    pub disable_defaults: bool,
+    /// Print one scrape (Prometheus text format) to standard output and exit.
+    #[arg(long = "once")]
+    pub once: bool,
+    /// Print the Markdown list of every metric the exporter can emit and exit.
+    #[arg(long = "print-metrics")]
+    pub print_metrics: bool,
+}
+
+/// The parsed command line: flags plus the resolved set of enabled collectors.
+#[derive(Debug, Clone)]
+pub struct Cli {
+    pub flags: Flags,
+    pub collectors: Vec<&'static str>,
+    pub settings: Settings,
+}
+
+/// The clap command, with one `--collector.NAME` and `--no-collector.NAME` per table row.
+pub fn command() -> Command {
+    let mut cmd = Command::new("reveal-exporter")
+        .version(env!("CARGO_PKG_VERSION"))
+        .about("Prometheus exporter of host hardware telemetry (Reveal)");
+    cmd = Flags::augment_args(cmd);
+    for e in COLLECTORS {
+        let state = if e.default_enabled { "enabled" } else { "disabled" };
+        cmd = cmd
+            .arg(
+                Arg::new(format!("collector.{}", e.name))
+                    .long(format!("collector.{}", e.name))
+                    .action(ArgAction::SetTrue)
+                    .help(format!("Enable the {} collector ({state} by default): {}", e.name, e.help)),
+            )
+            .arg(
+                Arg::new(format!("no-collector.{}", e.name))
+                    .long(format!("no-collector.{}", e.name))
+                    .action(ArgAction::SetTrue)
+                    .conflicts_with(format!("collector.{}", e.name))
+                    .help(format!("Disable the {} collector", e.name)),
+            );
+    }
+    cmd
+}
+
+/// Parses the given arguments (the first is the program name).
+pub fn parse_from<I, T>(args: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let m = command().try_get_matches_from(args)?;
+    from_matches(&m)
+}
+
+fn from_matches(m: &ArgMatches) -> Result<Cli, clap::Error> {
+    let flags = Flags::from_arg_matches(m)?;
+    let collectors = COLLECTORS
+        .iter()
+        .filter(|e| {
+            let on = m.get_flag(&format!("collector.{}", e.name));
+            let off = m.get_flag(&format!("no-collector.{}", e.name));
+            on || (!off && e.default_enabled && !flags.disable_defaults)
+        })
+        .map(|e| e.name)
+        .collect();
+    let settings = Settings { paths: Paths::new(&flags.procfs, &flags.sysfs) };
+    Ok(Cli { flags, collectors, settings })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn collector_flags() {
+        let cli = parse_from(["x"]).unwrap();
+        assert!(cli.collectors.contains(&"stat"));
+        let cli = parse_from(["x", "--no-collector.stat"]).unwrap();
+        assert!(!cli.collectors.contains(&"stat"));
+        let cli = parse_from(["x", "--collector.disable-defaults", "--collector.stat"]).unwrap();
+        assert_eq!(cli.collectors, vec!["stat"]);
+        assert!(parse_from(["x", "--collector.stat", "--no-collector.stat"]).is_err());
+        assert!(parse_from(["x", "--collector.nosuch"]).is_err());
+    }
+
+    #[test]
+    fn paths_reach_settings() {
+        let cli = parse_from(["x", "--path.procfs", "/tmp/p", "--path.sysfs", "/tmp/s"]).unwrap();
+        assert_eq!(cli.settings.paths, Paths::new("/tmp/p", "/tmp/s"));
+    }
+}

@@ -1,0 +1,48 @@
+//! The collector table: every collector, whether it is on by default, and how it is built.
+//!
+//! Adding a collector means one module here, one row in [`COLLECTORS`], fixtures, a test and
+//! the golden files (`UPDATE_GOLDEN=1 cargo test -p reveal-exporter --test golden`).
+
+use crate::error::CollectError;
+use crate::paths::Paths;
+use crate::scrape::{Desc, Scrape};
+
+pub mod stat;
+
+/// One source of metrics, updated on every scrape.
+pub trait Collector: Send {
+    /// The name used in `--collector.NAME` and in the self-metrics' `collector` label.
+    fn name(&self) -> &'static str;
+    /// Reads the host and pushes samples. An error discards what this update pushed.
+    fn update(&mut self, out: &mut Scrape) -> Result<(), CollectError>;
+}
+
+/// Settings shared by all collectors, and each collector's own flags.
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    pub paths: Paths,
+}
+
+/// A row of the collector table.
+pub struct Entry {
+    pub name: &'static str,
+    pub default_enabled: bool,
+    pub help: &'static str,
+    /// Every metric family the collector can emit, for the generated metric list.
+    pub metrics: &'static [&'static Desc],
+    pub new: fn(&Settings) -> Box<dyn Collector>,
+}
+
+/// All collectors, in the order their metrics appear in the exposition.
+pub static COLLECTORS: &[Entry] = &[Entry {
+    name: "stat",
+    default_enabled: true,
+    help: "CPU time per CPU and mode, context switches, forks and runnable/blocked tasks from /proc/stat",
+    metrics: stat::METRICS,
+    new: |s| Box::new(stat::StatCollector::new(s)),
+}];
+
+/// Looks up a collector by name.
+pub fn entry(name: &str) -> Option<&'static Entry> {
+    COLLECTORS.iter().find(|e| e.name == name)
+}

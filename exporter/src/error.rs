@@ -1,0 +1,62 @@
+//! The exporter library's one error type.
+
+use std::path::PathBuf;
+
+/// Why a collector could not complete an update.
+#[derive(Debug, thiserror::Error)]
+pub enum CollectError {
+    /// The host does not offer what the collector reads (missing file, no permission, no
+    /// driver). The collector reports success 0 and the runner logs it once.
+    #[error("unsupported: {path}: {reason}")]
+    Unsupported { path: PathBuf, reason: String },
+    /// Reading a file failed for another reason.
+    #[error("reading {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file was read but its contents are not in the expected format.
+    #[error("parsing {path}: {source}")]
+    Parse {
+        path: PathBuf,
+        #[source]
+        source: ParseError,
+    },
+}
+
+/// A format error found by one of the pure parsers, with the 1-based line it was found on.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}: {msg}")]
+pub struct ParseError {
+    pub line: usize,
+    pub msg: String,
+}
+
+impl ParseError {
+    pub fn new(line: usize, msg: impl Into<String>) -> Self {
+        ParseError { line, msg: msg.into() }
+    }
+}
+
+impl CollectError {
+    /// Classifies an I/O error on `path`: a missing file or a denied permission means the host
+    /// does not support the collector; anything else is a real failure.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        let path = path.into();
+        match source.kind() {
+            std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
+                CollectError::Unsupported { path, reason: source.to_string() }
+            }
+            _ => CollectError::Io { path, source },
+        }
+    }
+
+    pub fn parse(path: impl Into<PathBuf>, source: ParseError) -> Self {
+        CollectError::Parse { path: path.into(), source }
+    }
+
+    pub fn is_unsupported(&self) -> bool {
+        matches!(self, CollectError::Unsupported { .. })
+    }
+}

@@ -1,0 +1,22 @@
+//! `reveal-exporter`: host hardware telemetry for Prometheus.
+//!
+//! Collectors read procfs, sysfs, perf and NVML on each scrape and emit samples into a
+//! [`scrape::Scrape`]; the [`runner::Runner`] times them, records their success, and encodes the
+//! exposition through `prometheus-client`.
+//!
+//! ```no_run
+//! use reveal_exporter::{collectors::Settings, runner::Runner};
+//! let runner = Runner::with_defaults(&Settings::default());
+//! print!("{}", runner.render());
+//! ```
+#![deny(clippy::all)]
+
+pub mod cli;
+pub mod collectors;
+pub mod error;
+pub mod metrics_doc;
+pub mod paths;
+pub mod read;
+pub mod runner;
+pub mod scrape;
+pub mod server;

@@ -1,0 +1,57 @@
+use anyhow::Context;
+use reveal_exporter::{cli, metrics_doc, runner::Runner, server};
+use std::sync::Arc;
+
+fn main() -> anyhow::Result<()> {
+    let cli = match cli::parse_from(std::env::args_os()) {
+        Ok(c) => c,
+        Err(e) => e.exit(),
+    };
+    if cli.flags.print_metrics {
+        print!("{}", metrics_doc::markdown());
+        return Ok(());
+    }
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(&cli.flags.log_level))
+        .with_writer(std::io::stderr)
+        .init();
+    let runner = Arc::new(
+        Runner::new(&cli.collectors, &cli.settings).map_err(anyhow::Error::msg)?,
+    );
+    if cli.flags.once {
+        print!("{}", runner.render_as(reveal_exporter::runner::Format::Text));
+        return Ok(());
+    }
+    let addr = server::parse_listen_address(&cli.flags.listen_address).map_err(anyhow::Error::msg)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .max_blocking_threads(4)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("listening on {addr}"))?;
+        let bound = listener.local_addr()?;
+        tracing::info!(collectors = ?runner.names(), "listening on {bound}");
+        let srv = Arc::new(server::Server {
+            runner,
+            telemetry_path: cli.flags.telemetry_path.clone(),
+            limit: Arc::new(tokio::sync::Semaphore::new(cli.flags.max_requests.max(1))),
+        });
+        tokio::select! {
+            r = srv.serve(listener) => r.context("serving HTTP"),
+            _ = shutdown() => { tracing::info!("shutting down"); Ok(()) }
+        }
+    })
+}
+
+async fn shutdown() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("installing a SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}

@@ -1,0 +1,307 @@
+//! Runs the enabled collectors on each scrape, owns the self-metrics, and encodes the
+//! exposition through `prometheus-client`.
+
+use crate::collectors::{Collector, Settings, COLLECTORS};
+use crate::scrape::{Desc, Kind, Scrape, Unit};
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::MetricType;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+static SUCCESS: Desc = Desc::gauge(
+    "reveal_exporter_collector_success",
+    Unit::None,
+    &["collector"],
+    "Whether the collector's last update succeeded (1) or not (0).",
+);
+static DURATION: Desc = Desc::gauge(
+    "reveal_exporter_collector_duration",
+    Unit::Seconds,
+    &["collector"],
+    "How long the collector's last update took.",
+);
+static BUILD_INFO: Desc = Desc::gauge(
+    "reveal_exporter_build_info",
+    Unit::None,
+    &["version"],
+    "The exporter's version; the value is always 1.",
+);
+
+/// The runner's own metric families.
+pub static SELF_METRICS: &[&Desc] = &[&SUCCESS, &DURATION, &BUILD_INFO];
+
+struct Slot {
+    collector: Box<dyn Collector>,
+    scrape: Scrape,
+    success: bool,
+    duration: f64,
+    /// The last error logged, so a persisting failure is logged once, not on every scrape.
+    last_logged: Option<String>,
+}
+
+/// The enabled collectors, behind a lock: scrapes are serialized, which also bounds the work
+/// a flood of concurrent scrapes can cause.
+pub struct Runner {
+    slots: Arc<Mutex<Vec<Slot>>>,
+    registry: prometheus_client::registry::Registry,
+}
+
+impl std::fmt::Debug for Runner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runner").finish_non_exhaustive()
+    }
+}
+
+impl Runner {
+    /// Builds the named collectors; unknown names are rejected.
+    pub fn new(names: &[&str], settings: &Settings) -> Result<Runner, String> {
+        let mut slots = Vec::new();
+        for e in COLLECTORS.iter().filter(|e| names.contains(&e.name)) {
+            slots.push(Slot {
+                collector: (e.new)(settings),
+                scrape: Scrape::new(),
+                success: false,
+                duration: 0.0,
+                last_logged: None,
+            });
+        }
+        if let Some(bad) = names.iter().find(|n| !COLLECTORS.iter().any(|e| e.name == **n)) {
+            return Err(format!("unknown collector {bad:?}"));
+        }
+        let slots = Arc::new(Mutex::new(slots));
+        let mut registry = prometheus_client::registry::Registry::default();
+        registry.register_collector(Box::new(Render(slots.clone())));
+        Ok(Runner { slots, registry })
+    }
+
+    /// Builds every collector that is on by default.
+    pub fn with_defaults(settings: &Settings) -> Runner {
+        let names: Vec<&str> =
+            COLLECTORS.iter().filter(|e| e.default_enabled).map(|e| e.name).collect();
+        Runner::new(&names, settings).expect("table names are known")
+    }
+
+    /// Names of the collectors this runner runs.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.lock().iter().map(|s| s.collector.name()).collect()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Slot>> {
+        lock(&self.slots)
+    }
+
+    /// Runs every collector and renders the OpenMetrics exposition.
+    pub fn render(&self) -> String {
+        let mut out = String::with_capacity(64 * 1024);
+        // Writing to a String cannot fail, and the runner's own encoding returns no error.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+
+    /// Runs every collector and renders it in the requested format.
+    pub fn render_as(&self, format: Format) -> String {
+        let om = self.render();
+        match format {
+            Format::OpenMetrics => om,
+            Format::Text => openmetrics_to_text(&om),
+        }
+    }
+
+    fn update_all(slots: &mut [Slot]) {
+        for slot in slots.iter_mut() {
+            slot.scrape.clear();
+            let start = Instant::now();
+            let res = slot.collector.update(&mut slot.scrape);
+            slot.duration = start.elapsed().as_secs_f64();
+            let name = slot.collector.name();
+            match res {
+                Ok(()) => {
+                    slot.success = true;
+                    if slot.last_logged.take().is_some() {
+                        tracing::info!(collector = name, "collector recovered");
+                    }
+                }
+                Err(e) => {
+                    slot.success = false;
+                    // Never expose part of a failed update: its values may be wrong.
+                    slot.scrape.clear();
+                    let msg = e.to_string();
+                    if slot.last_logged.as_deref() != Some(msg.as_str()) {
+                        if e.is_unsupported() {
+                            tracing::warn!(collector = name, "collector not supported here: {msg}");
+                        } else {
+                            tracing::error!(collector = name, "collector failed: {msg}");
+                        }
+                        slot.last_logged = Some(msg);
+                    }
+                }
+            }
+        }
+    }
+
+    fn encode_into(
+        slots: &Mutex<Vec<Slot>>,
+        encoder: &mut DescriptorEncoder,
+    ) -> Result<(), std::fmt::Error> {
+        let mut slots = lock(slots);
+        Self::update_all(&mut slots);
+        for slot in slots.iter() {
+            for fam in slot.scrape.families() {
+                encode_family(encoder, fam.desc, fam.samples.iter().map(|s| (&s.labels, s.value)))?;
+            }
+        }
+        let names: Vec<_> = slots.iter().map(|s| vec![("collector", s.collector.name().to_string())]).collect();
+        encode_family(encoder, &SUCCESS, names.iter().zip(slots.iter()).map(|(l, s)| (l, f64::from(u8::from(s.success)))))?;
+        encode_family(encoder, &DURATION, names.iter().zip(slots.iter()).map(|(l, s)| (l, s.duration)))?;
+        let version = vec![("version", env!("CARGO_PKG_VERSION").to_string())];
+        encode_family(encoder, &BUILD_INFO, std::iter::once((&version, 1.0)))?;
+        Ok(())
+    }
+}
+
+fn pc_unit(u: Unit) -> Option<prometheus_client::registry::Unit> {
+    use prometheus_client::registry::Unit as P;
+    match u {
+        Unit::None => None,
+        Unit::Seconds => Some(P::Seconds),
+        Unit::Bytes => Some(P::Bytes),
+        Unit::Joules => Some(P::Joules),
+        Unit::Celsius => Some(P::Celsius),
+        Unit::Volts => Some(P::Volts),
+        other => Some(P::Other(other.as_str().to_string())),
+    }
+}
+
+fn encode_family<'a>(
+    encoder: &mut DescriptorEncoder,
+    desc: &Desc,
+    samples: impl Iterator<Item = (&'a crate::scrape::Labels, f64)>,
+) -> Result<(), std::fmt::Error> {
+    let unit = pc_unit(desc.unit);
+    let kind = match desc.kind {
+        Kind::Counter => MetricType::Counter,
+        Kind::Gauge => MetricType::Gauge,
+    };
+    let mut me = encoder.encode_descriptor(desc.name, desc.help, unit.as_ref(), kind)?;
+    for (labels, value) in samples {
+        let enc = me.encode_family(labels)?;
+        match desc.kind {
+            Kind::Counter => ConstCounter::new(value).encode(enc)?,
+            Kind::Gauge => ConstGauge::new(value).encode(enc)?,
+        }
+    }
+    Ok(())
+}
+
+fn lock(slots: &Mutex<Vec<Slot>>) -> std::sync::MutexGuard<'_, Vec<Slot>> {
+    // A panic inside a collector poisons the lock; the slots hold no invariant that a
+    // half-finished update could break (each scrape starts by clearing them), so go on.
+    slots.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The registry's view of the runner: each encode runs the collectors, then writes them out.
+struct Render(Arc<Mutex<Vec<Slot>>>);
+
+impl std::fmt::Debug for Render {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Render")
+    }
+}
+
+impl prometheus_client::collector::Collector for Render {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        Runner::encode_into(&self.0, &mut encoder)
+    }
+}
+
+/// Exposition formats the exporter can serve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// OpenMetrics 1.0, what `prometheus-client` writes and Prometheus asks for first.
+    OpenMetrics,
+    /// The Prometheus text format 0.0.4, for clients that do not ask for OpenMetrics
+    /// (curl, `promtool check metrics`, older scrapers).
+    Text,
+}
+
+impl Format {
+    /// Picks the format from an HTTP `Accept` header, as Prometheus negotiates it.
+    pub fn from_accept(accept: Option<&str>) -> Format {
+        match accept {
+            Some(a) if a.contains("application/openmetrics-text") => Format::OpenMetrics,
+            _ => Format::Text,
+        }
+    }
+
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Format::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            Format::Text => "text/plain; version=0.0.4; charset=utf-8",
+        }
+    }
+}
+
+/// Rewrites OpenMetrics text as Prometheus text 0.0.4: counter families take their `_total`
+/// sample name in HELP and TYPE, and the `# UNIT` and `# EOF` lines (not part of 0.0.4) go.
+pub fn openmetrics_to_text(om: &str) -> String {
+    let mut out = String::with_capacity(om.len());
+    let mut pending_help: Option<&str> = None;
+    for line in om.lines() {
+        if line.starts_with("# HELP ") {
+            // Wait for the TYPE line: the name to use depends on the family's type.
+            pending_help = Some(line);
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.rsplit_once(' ').unwrap_or((rest, ""));
+            let suffix = if kind == "counter" { "_total" } else { "" };
+            if let Some(help) = pending_help.take() {
+                let text = help["# HELP ".len()..].strip_prefix(name).unwrap_or("");
+                out.push_str("# HELP ");
+                out.push_str(name);
+                out.push_str(suffix);
+                out.push_str(text);
+                out.push('\n');
+            }
+            out.push_str("# TYPE ");
+            out.push_str(name);
+            out.push_str(suffix);
+            out.push(' ');
+            out.push_str(kind);
+            out.push('\n');
+            continue;
+        }
+        if line.starts_with("# UNIT ") || line == "# EOF" {
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_format_names_counters_by_their_samples() {
+        let om = "# HELP a_seconds Time.\n# TYPE a_seconds counter\n# UNIT a_seconds seconds\n\
+                  a_seconds_total{cpu=\"0\"} 1.0\n# HELP b Gauge.\n# TYPE b gauge\nb 2\n# EOF\n";
+        assert_eq!(
+            openmetrics_to_text(om),
+            "# HELP a_seconds_total Time.\n# TYPE a_seconds_total counter\n\
+             a_seconds_total{cpu=\"0\"} 1.0\n# HELP b Gauge.\n# TYPE b gauge\nb 2\n"
+        );
+    }
+
+    #[test]
+    fn accept_negotiation() {
+        let prom = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5";
+        assert_eq!(Format::from_accept(Some(prom)), Format::OpenMetrics);
+        assert_eq!(Format::from_accept(Some("*/*")), Format::Text);
+        assert_eq!(Format::from_accept(None), Format::Text);
+    }
+}

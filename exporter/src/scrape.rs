@@ -1,0 +1,188 @@
+//! What a collector emits during one scrape: metric descriptors and samples.
+//!
+//! Descriptors are `const`s beside the collector that emits them, so names, units, kinds and
+//! HELP texts are fixed at compile time and the README's metric list is generated from them.
+//! A [`Scrape`] is a reusable buffer: the runner gives each collector its own and clears it,
+//! keeping the allocations, before every update.
+
+/// Whether a metric is a monotonically increasing counter or a gauge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Counter,
+    Gauge,
+}
+
+/// The base unit of a metric, appended to its name as Prometheus conventions ask.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    None,
+    Seconds,
+    Bytes,
+    Joules,
+    Hertz,
+    Celsius,
+    Ratio,
+    Watts,
+    Volts,
+}
+
+impl Unit {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Unit::None => "",
+            Unit::Seconds => "seconds",
+            Unit::Bytes => "bytes",
+            Unit::Joules => "joules",
+            Unit::Hertz => "hertz",
+            Unit::Celsius => "celsius",
+            Unit::Ratio => "ratio",
+            Unit::Watts => "watts",
+            Unit::Volts => "volts",
+        }
+    }
+}
+
+/// A metric family's description. `name` excludes the unit and the `_total` suffix, which the
+/// encoder appends (`reveal_cpu_time` + seconds + counter = `reveal_cpu_time_seconds_total`).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Desc {
+    pub name: &'static str,
+    pub unit: Unit,
+    pub kind: Kind,
+    pub help: &'static str,
+    /// Label names, in the order the collector emits them.
+    pub labels: &'static [&'static str],
+}
+
+impl Desc {
+    pub const fn counter(
+        name: &'static str,
+        unit: Unit,
+        labels: &'static [&'static str],
+        help: &'static str,
+    ) -> Desc {
+        Desc { name, unit, kind: Kind::Counter, help, labels }
+    }
+
+    pub const fn gauge(
+        name: &'static str,
+        unit: Unit,
+        labels: &'static [&'static str],
+        help: &'static str,
+    ) -> Desc {
+        Desc { name, unit, kind: Kind::Gauge, help, labels }
+    }
+
+    /// The family name as it appears in `# TYPE` lines: name plus unit suffix.
+    pub fn family_name(&self) -> String {
+        match self.unit {
+            Unit::None => self.name.to_string(),
+            u => format!("{}_{}", self.name, u.as_str()),
+        }
+    }
+
+    /// The sample name as it appears in the exposition (counters end in `_total`).
+    pub fn sample_name(&self) -> String {
+        match self.kind {
+            Kind::Counter => format!("{}_total", self.family_name()),
+            Kind::Gauge => self.family_name(),
+        }
+    }
+}
+
+/// Label pairs of one sample, in the order of the descriptor's `labels`.
+pub type Labels = Vec<(&'static str, String)>;
+
+#[derive(Debug)]
+pub struct Sample {
+    pub labels: Labels,
+    pub value: f64,
+}
+
+#[derive(Debug)]
+pub struct Family {
+    pub desc: &'static Desc,
+    pub samples: Vec<Sample>,
+}
+
+/// The samples one collector produced in one update.
+#[derive(Debug, Default)]
+pub struct Scrape {
+    families: Vec<Family>,
+}
+
+impl Scrape {
+    pub fn new() -> Self {
+        Scrape::default()
+    }
+
+    /// Forgets all samples, keeping allocations for the next scrape.
+    pub fn clear(&mut self) {
+        for f in &mut self.families {
+            f.samples.clear();
+        }
+    }
+
+    /// Adds one sample. Non-finite values are dropped: a NaN is never exposed as a reading.
+    pub fn push(&mut self, desc: &'static Desc, labels: Labels, value: f64) {
+        debug_assert_eq!(
+            labels.len(),
+            desc.labels.len(),
+            "{}: labels {:?} vs declared {:?}",
+            desc.name,
+            labels,
+            desc.labels
+        );
+        if !value.is_finite() {
+            return;
+        }
+        let fam = match self.families.iter().rposition(|f| std::ptr::eq(f.desc, desc)) {
+            Some(i) => &mut self.families[i],
+            None => {
+                self.families.push(Family { desc, samples: Vec::new() });
+                self.families.last_mut().expect("just pushed")
+            }
+        };
+        fam.samples.push(Sample { labels, value });
+    }
+
+    /// Adds one sample without labels.
+    pub fn push1(&mut self, desc: &'static Desc, value: f64) {
+        self.push(desc, Vec::new(), value)
+    }
+
+    /// Families in the order they were first pushed; empty ones are skipped.
+    pub fn families(&self) -> impl Iterator<Item = &Family> {
+        self.families.iter().filter(|f| !f.samples.is_empty())
+    }
+
+    pub fn sample_count(&self) -> usize {
+        self.families.iter().map(|f| f.samples.len()).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    static D: Desc = Desc::counter("reveal_cpu_time", Unit::Seconds, &["cpu"], "help");
+
+    #[test]
+    fn names() {
+        assert_eq!(D.family_name(), "reveal_cpu_time_seconds");
+        assert_eq!(D.sample_name(), "reveal_cpu_time_seconds_total");
+    }
+
+    #[test]
+    fn nan_is_dropped_and_clear_keeps_nothing() {
+        let mut s = Scrape::new();
+        s.push(&D, vec![("cpu", "0".into())], f64::NAN);
+        assert_eq!(s.sample_count(), 0);
+        s.push(&D, vec![("cpu", "0".into())], 1.0);
+        s.push(&D, vec![("cpu", "1".into())], 2.0);
+        assert_eq!(s.families().count(), 1);
+        assert_eq!(s.sample_count(), 2);
+        s.clear();
+        assert_eq!(s.families().count(), 0);
+    }
+}

@@ -1,0 +1,116 @@
+//! The HTTP side: `/metrics`, a landing page at `/`, and `/-/healthy`.
+
+use crate::runner::{Format, Runner};
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
+use hyper::{Method, Request, Response, StatusCode};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+
+/// Everything a request handler needs.
+pub struct Server {
+    pub runner: Arc<Runner>,
+    pub telemetry_path: String,
+    pub limit: Arc<Semaphore>,
+}
+
+/// Resolves `:PORT` (all interfaces, as node_exporter writes it) and `HOST:PORT`.
+pub fn parse_listen_address(s: &str) -> Result<SocketAddr, String> {
+    let full = if s.starts_with(':') { format!("0.0.0.0{s}") } else { s.to_string() };
+    full.parse().map_err(|e| format!("bad --web.listen-address {s:?}: {e}"))
+}
+
+impl Server {
+    /// Serves until the process ends. The bound address is logged (useful with port 0).
+    pub async fn serve(self: Arc<Self>, listener: TcpListener) -> std::io::Result<()> {
+        loop {
+            let (stream, _) = match listener.accept().await {
+                Ok(c) => c,
+                Err(e) => {
+                    // Out of file descriptors and the like: back off instead of spinning.
+                    tracing::warn!("accept failed: {e}");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            let me = self.clone();
+            tokio::spawn(async move {
+                let io = hyper_util::rt::TokioIo::new(stream);
+                let svc = hyper::service::service_fn(move |req| {
+                    let me = me.clone();
+                    async move { Ok::<_, std::convert::Infallible>(me.handle(req).await) }
+                });
+                let conn = hyper::server::conn::http1::Builder::new()
+                    .timer(hyper_util::rt::TokioTimer::new())
+                    .header_read_timeout(std::time::Duration::from_secs(10))
+                    .serve_connection(io, svc);
+                if let Err(e) = conn.await {
+                    tracing::debug!("connection ended: {e}");
+                }
+            });
+        }
+    }
+
+    async fn handle(&self, req: Request<Incoming>) -> Response<Full<Bytes>> {
+        if req.method() != Method::GET && req.method() != Method::HEAD {
+            return text(StatusCode::METHOD_NOT_ALLOWED, "only GET and HEAD\n");
+        }
+        let path = req.uri().path();
+        if path == self.telemetry_path {
+            let Ok(_permit) = self.limit.clone().try_acquire_owned() else {
+                return text(StatusCode::SERVICE_UNAVAILABLE, "too many concurrent scrapes\n");
+            };
+            let runner = self.runner.clone();
+            let accept = req.headers().get(hyper::header::ACCEPT).and_then(|v| v.to_str().ok());
+            let format = Format::from_accept(accept);
+            return match tokio::task::spawn_blocking(move || runner.render_as(format)).await {
+                Ok(body) => Response::builder()
+                    .header("Content-Type", format.content_type())
+                    .body(Full::new(Bytes::from(body)))
+                    .expect("static headers are valid"),
+                Err(e) => text(StatusCode::INTERNAL_SERVER_ERROR, &format!("scrape failed: {e}\n")),
+            };
+        }
+        match path {
+            "/-/healthy" | "/-/ready" => text(StatusCode::OK, "OK\n"),
+            "/" => Response::builder()
+                .header("Content-Type", "text/html; charset=utf-8")
+                .body(Full::new(Bytes::from(landing(&self.telemetry_path, &self.runner.names()))))
+                .expect("static headers are valid"),
+            _ => text(StatusCode::NOT_FOUND, "not found\n"),
+        }
+    }
+}
+
+fn text(code: StatusCode, body: &str) -> Response<Full<Bytes>> {
+    Response::builder()
+        .status(code)
+        .header("Content-Type", "text/plain; charset=utf-8")
+        .body(Full::new(Bytes::from(body.to_string())))
+        .expect("static headers are valid")
+}
+
+fn landing(path: &str, collectors: &[&str]) -> String {
+    format!(
+        "<!doctype html><html><head><title>Reveal exporter</title></head><body>\
+         <h1>Reveal exporter</h1><p>Version {}</p>\
+         <p><a href=\"{path}\">Metrics</a> · <a href=\"/-/healthy\">Health</a></p>\
+         <p>Enabled collectors: {}</p></body></html>\n",
+        env!("CARGO_PKG_VERSION"),
+        collectors.join(", ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listen_addresses() {
+        assert_eq!(parse_listen_address(":19190").unwrap().port(), 19190);
+        assert!(parse_listen_address("127.0.0.1:0").unwrap().ip().is_loopback());
+        assert!(parse_listen_address("nonsense").is_err());
+    }
+}

@@ -1,0 +1,1 @@
+//! Support for the end-to-end tests: spawning real binaries, free ports, temp dirs.
