@@ -7,6 +7,7 @@ use crate::error::CollectError;
 use crate::paths::Paths;
 use crate::scrape::{Desc, Scrape};
 
+pub mod meminfo;
 pub mod stat;
 
 /// One source of metrics, updated on every scrape.
@@ -40,6 +41,13 @@ pub static COLLECTORS: &[Entry] = &[Entry {
     help: "CPU time per CPU and mode, context switches, forks and runnable/blocked tasks from /proc/stat",
     metrics: stat::METRICS,
     new: |s| Box::new(stat::StatCollector::new(s)),
+},
+Entry {
+    name: "meminfo",
+    default_enabled: true,
+    help: "Memory usage from /proc/meminfo (sizes in bytes, HugePages_* counts)",
+    metrics: meminfo::METRICS,
+    new: |s| Box::new(meminfo::MeminfoCollector::new(s)),
 }];
 
 /// Looks up a collector by name.
