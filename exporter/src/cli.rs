@@ -39,6 +39,8 @@ pub struct Flags {
     /// Print the Markdown list of every metric the exporter can emit and exit.
     #[arg(long = "print-metrics")]
     pub print_metrics: bool,
+    #[command(flatten)]
+    pub interrupts: crate::collectors::interrupts::InterruptsArgs,
 }
 
 /// The parsed command line: flags plus the resolved set of enabled collectors.
@@ -96,7 +98,11 @@ fn from_matches(m: &ArgMatches) -> Result<Cli, clap::Error> {
         })
         .map(|e| e.name)
         .collect();
-    let settings = Settings { paths: Paths::new(&flags.procfs, &flags.sysfs) };
+    let settings = Settings {
+        paths: Paths::new(&flags.procfs, &flags.sysfs),
+        interrupts: flags.interrupts.clone(),
+        ..Settings::default()
+    };
     Ok(Cli { flags, collectors, settings })
 }
 

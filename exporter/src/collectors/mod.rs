@@ -7,6 +7,7 @@ use crate::error::CollectError;
 use crate::paths::Paths;
 use crate::scrape::{Desc, Scrape};
 
+pub mod interrupts;
 pub mod meminfo;
 pub mod stat;
 
@@ -22,6 +23,7 @@ pub trait Collector: Send {
 #[derive(Debug, Clone, Default)]
 pub struct Settings {
     pub paths: Paths,
+    pub interrupts: interrupts::InterruptsArgs,
 }
 
 /// A row of the collector table.
@@ -41,6 +43,13 @@ pub static COLLECTORS: &[Entry] = &[Entry {
     help: "CPU time per CPU and mode, context switches, forks and runnable/blocked tasks from /proc/stat",
     metrics: stat::METRICS,
     new: |s| Box::new(stat::StatCollector::new(s)),
+},
+Entry {
+    name: "interrupts",
+    default_enabled: true,
+    help: "Hardware interrupts per CPU and the busiest IRQ lines from /proc/interrupts",
+    metrics: interrupts::METRICS,
+    new: |s| Box::new(interrupts::InterruptsCollector::new(s)),
 },
 Entry {
     name: "meminfo",
