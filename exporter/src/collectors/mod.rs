@@ -7,6 +7,7 @@ use crate::error::CollectError;
 use crate::paths::Paths;
 use crate::scrape::{Desc, Scrape};
 
+pub mod hugepages;
 pub mod interrupts;
 pub mod meminfo;
 pub mod stat;
@@ -57,6 +58,13 @@ Entry {
     help: "Memory usage from /proc/meminfo (sizes in bytes, HugePages_* counts)",
     metrics: meminfo::METRICS,
     new: |s| Box::new(meminfo::MeminfoCollector::new(s)),
+},
+Entry {
+    name: "hugepages",
+    default_enabled: true,
+    help: "Huge page pools per page size and per NUMA node from /sys/kernel/mm/hugepages and /sys/devices/system/node",
+    metrics: hugepages::METRICS,
+    new: |s| Box::new(hugepages::HugepagesCollector::new(s)),
 }];
 
 /// Looks up a collector by name.
