@@ -10,6 +10,7 @@ use crate::scrape::{Desc, Scrape};
 pub mod hugepages;
 pub mod interrupts;
 pub mod meminfo;
+pub mod softirqs;
 pub mod stat;
 
 /// One source of metrics, updated on every scrape.
@@ -51,6 +52,13 @@ Entry {
     help: "Hardware interrupts per CPU and the busiest IRQ lines from /proc/interrupts",
     metrics: interrupts::METRICS,
     new: |s| Box::new(interrupts::InterruptsCollector::new(s)),
+},
+Entry {
+    name: "softirqs",
+    default_enabled: true,
+    help: "Softirqs per CPU and type from /proc/softirqs",
+    metrics: softirqs::METRICS,
+    new: |s| Box::new(softirqs::SoftirqsCollector::new(s)),
 },
 Entry {
     name: "meminfo",
