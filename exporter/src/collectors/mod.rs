@@ -7,6 +7,7 @@ use crate::error::CollectError;
 use crate::paths::Paths;
 use crate::scrape::{Desc, Scrape};
 
+pub mod cpufreq;
 pub mod hugepages;
 pub mod interrupts;
 pub mod meminfo;
@@ -59,6 +60,13 @@ Entry {
     help: "Softirqs per CPU and type from /proc/softirqs",
     metrics: softirqs::METRICS,
     new: |s| Box::new(softirqs::SoftirqsCollector::new(s)),
+},
+Entry {
+    name: "cpufreq",
+    default_enabled: true,
+    help: "Current CPU frequency and the cpufreq policy limits per CPU from sysfs",
+    metrics: cpufreq::METRICS,
+    new: |s| Box::new(cpufreq::CpufreqCollector::new(s)),
 },
 Entry {
     name: "meminfo",

@@ -1,0 +1,281 @@
+//! CPU frequency per CPU, and the policy's limits, from cpufreq in sysfs.
+//!
+//! Files (<https://docs.kernel.org/admin-guide/pm/cpufreq.html>, "Policy Interface in sysfs"),
+//! each one integer in kHz:
+//! ```text
+//! devices/system/cpu/cpu0/cpufreq/scaling_cur_freq    2400000
+//! devices/system/cpu/cpu0/cpufreq/scaling_min_freq    800000
+//! devices/system/cpu/cpu0/cpufreq/scaling_max_freq    3500000
+//! devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq    3500000
+//! ```
+//! `cpuN/cpufreq` is a link to the CPU's policy directory; CPUs sharing a policy show the same
+//! values. Virtual machines usually have no cpufreq driver and so no `cpufreq` directory under
+//! any CPU: the collector is then `Unsupported` (the case on the development VM, whose hypervisor
+//! exposes no frequency control).
+//!
+//! Cost: the current frequency is read every scrape; the limits change only when someone (a
+//! user, thermald, a power-capping daemon) writes the policy, so they are read with the
+//! directory scan, at most [`RESCAN`] apart, which halves the files opened per scrape.
+
+use super::{Collector, Settings};
+use crate::error::{CollectError, ParseError};
+use crate::read::{dir_names, read_into};
+use crate::scrape::{Desc, Scrape, Unit};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// How long a CPU list and the policy limits are reused before the directory is read again
+/// (CPU hotplug, a driver loaded late, limits written). A failed read forces an earlier scan.
+pub const RESCAN: Duration = Duration::from_secs(5);
+
+pub static FREQUENCY: Desc = Desc::gauge(
+    "reveal_cpu_frequency",
+    Unit::Hertz,
+    &["cpu"],
+    "Current frequency of each CPU as its cpufreq driver reports it (scaling_cur_freq).",
+);
+pub static MIN_FREQUENCY: Desc = Desc::gauge(
+    "reveal_cpu_frequency_min",
+    Unit::Hertz,
+    &["cpu"],
+    "Lowest frequency the CPU's cpufreq policy allows (scaling_min_freq).",
+);
+pub static MAX_FREQUENCY: Desc = Desc::gauge(
+    "reveal_cpu_frequency_max",
+    Unit::Hertz,
+    &["cpu"],
+    "Highest frequency the CPU's cpufreq policy allows (scaling_max_freq); below the hardware \
+     maximum when the policy is capped.",
+);
+pub static HARDWARE_MAX_FREQUENCY: Desc = Desc::gauge(
+    "reveal_cpu_frequency_hardware_max",
+    Unit::Hertz,
+    &["cpu"],
+    "Highest frequency the CPU supports (cpuinfo_max_freq).",
+);
+
+pub static METRICS: &[&Desc] = &[
+    &FREQUENCY,
+    &MIN_FREQUENCY,
+    &MAX_FREQUENCY,
+    &HARDWARE_MAX_FREQUENCY,
+];
+
+/// Parses a cpufreq attribute (an integer in kHz, e.g. `2400000\n`) into hertz.
+pub fn parse_khz(text: &str) -> Result<f64, ParseError> {
+    let t = text.trim();
+    let khz: u64 = t
+        .parse()
+        .map_err(|_| ParseError::new(1, format!("{t:?} is not a frequency in kHz")))?;
+    Ok(khz as f64 * 1e3)
+}
+
+struct Cpu {
+    label: String,
+    cur: PathBuf,
+    /// Policy limits read at the last scan; `None` where the file is missing or unreadable.
+    min: Option<f64>,
+    max: Option<f64>,
+    hw_max: Option<f64>,
+}
+
+pub struct CpufreqCollector {
+    cpu_root: PathBuf,
+    cpus: Vec<Cpu>,
+    scanned: Option<Instant>,
+    buf: String,
+}
+
+impl CpufreqCollector {
+    pub fn new(s: &Settings) -> Self {
+        CpufreqCollector {
+            cpu_root: s.paths.sys("devices/system/cpu"),
+            cpus: Vec::new(),
+            scanned: None,
+            buf: String::new(),
+        }
+    }
+
+    fn read_khz(&mut self, path: &PathBuf) -> Result<f64, CollectError> {
+        read_into(path, &mut self.buf)?;
+        parse_khz(&self.buf).map_err(|e| CollectError::parse(path, e))
+    }
+
+    /// Lists the CPUs that have a cpufreq directory and reads their policy limits.
+    fn scan(&mut self) -> Result<(), CollectError> {
+        self.cpus.clear();
+        for name in dir_names(&self.cpu_root)? {
+            let Some(n) = name
+                .strip_prefix("cpu")
+                .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+            else {
+                continue;
+            };
+            if n.is_empty() {
+                continue;
+            }
+            let dir = self.cpu_root.join(&name).join("cpufreq");
+            if !dir.is_dir() {
+                continue;
+            }
+            // A limit that cannot be read is left out; the current frequency is what matters.
+            let min = self.read_khz(&dir.join("scaling_min_freq")).ok();
+            let max = self.read_khz(&dir.join("scaling_max_freq")).ok();
+            let hw_max = self.read_khz(&dir.join("cpuinfo_max_freq")).ok();
+            self.cpus.push(Cpu {
+                label: n.to_string(),
+                cur: dir.join("scaling_cur_freq"),
+                min,
+                max,
+                hw_max,
+            });
+        }
+        self.scanned = Some(Instant::now());
+        if self.cpus.is_empty() {
+            return Err(CollectError::Unsupported {
+                path: self.cpu_root.join("cpu0/cpufreq"),
+                reason: "no CPU has a cpufreq directory (no cpufreq driver, common in VMs)".into(),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl Collector for CpufreqCollector {
+    fn name(&self) -> &'static str {
+        "cpufreq"
+    }
+
+    fn update(&mut self, out: &mut Scrape) -> Result<(), CollectError> {
+        if self.scanned.map_or(true, |t| t.elapsed() >= RESCAN) {
+            self.scan()?;
+        }
+        let cpus = std::mem::take(&mut self.cpus);
+        let mut first_err = None;
+        let mut ok = 0;
+        for c in &cpus {
+            match self.read_khz(&c.cur) {
+                Ok(hz) => {
+                    out.push(&FREQUENCY, vec![("cpu", c.label.clone())], hz);
+                    ok += 1;
+                }
+                // One CPU going offline must not hide the others; rescan next time.
+                Err(e) => {
+                    self.scanned = None;
+                    first_err.get_or_insert(e);
+                    continue;
+                }
+            }
+            let limits = [
+                (&MIN_FREQUENCY, c.min),
+                (&MAX_FREQUENCY, c.max),
+                (&HARDWARE_MAX_FREQUENCY, c.hw_max),
+            ];
+            for (desc, v) in limits {
+                if let Some(v) = v {
+                    out.push(desc, vec![("cpu", c.label.clone())], v);
+                }
+            }
+        }
+        self.cpus = cpus;
+        match first_err {
+            Some(e) if ok == 0 => Err(e),
+            _ => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::paths::Paths;
+    use proptest::prelude::*;
+
+    #[test]
+    fn parses_khz_to_hertz() {
+        assert_eq!(parse_khz("2400000\n").unwrap(), 2.4e9);
+        assert_eq!(parse_khz("800000").unwrap(), 8e8);
+        assert!(parse_khz("").is_err());
+        assert!(parse_khz("<unknown>\n").is_err());
+        assert!(parse_khz("-1").is_err());
+    }
+
+    fn tree(tag: &str, files: &[(&str, &str)]) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("reveal-cpufreq-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for (rel, text) in files {
+            let p = dir.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        }
+        dir
+    }
+
+    #[test]
+    fn missing_cpufreq_is_unsupported() {
+        let dir = tree("none", &[("devices/system/cpu/cpu0/online", "1\n")]);
+        let s = Settings {
+            paths: Paths::new(&dir, &dir),
+            ..Default::default()
+        };
+        let err = CpufreqCollector::new(&s)
+            .update(&mut Scrape::new())
+            .unwrap_err();
+        assert!(err.is_unsupported(), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn reads_cpus_that_have_cpufreq_and_survives_one_going_away() {
+        let f = "devices/system/cpu/cpu";
+        let dir = tree(
+            "some",
+            &[
+                (&format!("{f}0/cpufreq/scaling_cur_freq"), "2400000\n"),
+                (&format!("{f}0/cpufreq/scaling_min_freq"), "800000\n"),
+                (&format!("{f}0/cpufreq/scaling_max_freq"), "3000000\n"),
+                (&format!("{f}0/cpufreq/cpuinfo_max_freq"), "3500000\n"),
+                (&format!("{f}2/cpufreq/scaling_cur_freq"), "1200000\n"),
+                (&format!("{f}3/online"), "0\n"),
+            ],
+        );
+        let s = Settings {
+            paths: Paths::new(&dir, &dir),
+            ..Default::default()
+        };
+        let mut c = CpufreqCollector::new(&s);
+        let mut out = Scrape::new();
+        c.update(&mut out).unwrap();
+        let got: Vec<(&str, String, f64)> = out
+            .families()
+            .flat_map(|f| {
+                f.samples
+                    .iter()
+                    .map(move |s| (f.desc.name, s.labels[0].1.clone(), s.value))
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("reveal_cpu_frequency", "0".to_string(), 2.4e9),
+                ("reveal_cpu_frequency", "2".to_string(), 1.2e9),
+                ("reveal_cpu_frequency_min", "0".to_string(), 8e8),
+                ("reveal_cpu_frequency_max", "0".to_string(), 3e9),
+                ("reveal_cpu_frequency_hardware_max", "0".to_string(), 3.5e9),
+            ]
+        );
+        std::fs::remove_dir_all(dir.join(format!("{f}2"))).unwrap();
+        let mut out = Scrape::new();
+        c.update(&mut out).unwrap();
+        assert_eq!(out.sample_count(), 4);
+        assert!(c.scanned.is_none(), "a failed read asks for a rescan");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    proptest! {
+        #[test]
+        fn never_panics(s in "\\PC{0,40}") {
+            let _ = parse_khz(&s);
+        }
+    }
+}
