@@ -13,6 +13,7 @@ pub mod interrupts;
 pub mod meminfo;
 pub mod softirqs;
 pub mod stat;
+pub mod vmstat;
 
 /// One source of metrics, updated on every scrape.
 pub trait Collector: Send {
@@ -81,6 +82,13 @@ Entry {
     help: "Huge page pools per page size and per NUMA node from /sys/kernel/mm/hugepages and /sys/devices/system/node",
     metrics: hugepages::METRICS,
     new: |s| Box::new(hugepages::HugepagesCollector::new(s)),
+},
+Entry {
+    name: "vmstat",
+    default_enabled: true,
+    help: "Virtual memory event counters (faults, swap, reclaim scans and steals) from /proc/vmstat",
+    metrics: vmstat::METRICS,
+    new: |s| Box::new(vmstat::VmstatCollector::new(s)),
 }];
 
 /// Looks up a collector by name.

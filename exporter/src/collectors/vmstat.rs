@@ -1,0 +1,147 @@
+//! Virtual memory event counters from `/proc/vmstat`: page faults, swap in/out, reclaim scans
+//! and steals, compaction, THP and NUMA balancing events.
+//!
+//! Format (one `name value` pair per line; the kernel documents the file only by its source,
+//! `mm/vmstat.c` `vmstat_text`, see <https://docs.kernel.org/admin-guide/mm/concepts.html>):
+//! ```text
+//! nr_free_pages 988172
+//! pgfault 2195731
+//! pgscan_kswapd 0
+//! ```
+//! Every key that does not start with `nr_` is a monotonically increasing event count and is
+//! exposed as `reveal_memory_vmstat_events_total{event}`. The `nr_*` keys are point-in-time page
+//! counts (gauges) that duplicate `/proc/meminfo`, which the meminfo collector exposes in bytes,
+//! so they are left out here. The few non-`nr_` keys that are levels, not counters, are
+//! listed in [`NOT_EVENTS`] and skipped too.
+
+use super::{Collector, Settings};
+use crate::error::{CollectError, ParseError};
+use crate::read::read_into;
+use crate::scrape::{Desc, Scrape, Unit};
+use std::path::PathBuf;
+
+pub static EVENTS: Desc = Desc::counter(
+    "reveal_memory_vmstat_events",
+    Unit::None,
+    &["event"],
+    "Virtual memory events since boot from /proc/vmstat (label event: the kernel's name, e.g. \
+     pgfault, pgmajfault, pswpin, pgscan_kswapd, pgsteal_direct, thp_fault_alloc).",
+);
+
+pub static METRICS: &[&Desc] = &[&EVENTS];
+
+/// Keys without the `nr_` prefix that are levels or thresholds, not event counts.
+const NOT_EVENTS: &[&str] = &["workingset_nodes"];
+
+/// Parses `/proc/vmstat` into its event counters (keys not starting with `nr_`), in file order.
+pub fn parse_vmstat(text: &str) -> Result<Vec<(&str, u64)>, ParseError> {
+    let mut events = Vec::with_capacity(128);
+    let mut lines = 0usize;
+    for (i, line) in text.lines().enumerate() {
+        let lineno = i + 1;
+        let mut it = line.split_ascii_whitespace();
+        let Some(key) = it.next() else { continue };
+        let (Some(value), None) = (it.next(), it.next()) else {
+            return Err(ParseError::new(
+                lineno,
+                format!("expected 'name value', got {line:?}"),
+            ));
+        };
+        lines += 1;
+        if key.starts_with("nr_") || NOT_EVENTS.contains(&key) {
+            // Gauges may be transiently negative (per-CPU drift); still check they are numbers.
+            value.parse::<i64>().map_err(|_| {
+                ParseError::new(lineno, format!("{key}: {value:?} is not a number"))
+            })?;
+            continue;
+        }
+        let v = value
+            .parse::<u64>()
+            .map_err(|_| ParseError::new(lineno, format!("{key}: {value:?} is not a count")))?;
+        events.push((key, v));
+    }
+    if lines == 0 {
+        return Err(ParseError::new(0, "empty vmstat"));
+    }
+    Ok(events)
+}
+
+pub struct VmstatCollector {
+    path: PathBuf,
+    buf: String,
+}
+
+impl VmstatCollector {
+    pub fn new(s: &Settings) -> Self {
+        VmstatCollector {
+            path: s.paths.proc("vmstat"),
+            buf: String::new(),
+        }
+    }
+}
+
+impl Collector for VmstatCollector {
+    fn name(&self) -> &'static str {
+        "vmstat"
+    }
+
+    fn update(&mut self, out: &mut Scrape) -> Result<(), CollectError> {
+        read_into(&self.path, &mut self.buf)?;
+        let events = parse_vmstat(&self.buf).map_err(|e| CollectError::parse(&self.path, e))?;
+        for (event, v) in events {
+            out.push(&EVENTS, vec![("event", event.to_string())], v as f64);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const SAMPLE: &str = "nr_free_pages 988172\n\
+nr_zone_inactive_anon 1755\n\
+nr_dirty -1\n\
+workingset_nodes 12\n\
+pgpgin 2213773\n\
+pswpin 3\n\
+pgfault 2195731\n\
+pgmajfault 1504\n\
+pgscan_kswapd 0\n\
+thp_fault_alloc 17\n";
+
+    #[test]
+    fn keeps_events_only() {
+        let ev = parse_vmstat(SAMPLE).unwrap();
+        assert_eq!(
+            ev,
+            vec![
+                ("pgpgin", 2213773),
+                ("pswpin", 3),
+                ("pgfault", 2195731),
+                ("pgmajfault", 1504),
+                ("pgscan_kswapd", 0),
+                ("thp_fault_alloc", 17)
+            ]
+        );
+    }
+
+    #[test]
+    fn rejects_malformed() {
+        assert!(parse_vmstat("").is_err());
+        assert!(parse_vmstat("pgfault\n").is_err());
+        assert!(parse_vmstat("pgfault 1 2\n").is_err());
+        assert!(parse_vmstat("pgfault -1\n").is_err());
+        assert!(parse_vmstat("nr_free_pages x\n").is_err());
+        // Only gauges: valid, no events.
+        assert_eq!(parse_vmstat("nr_free_pages 1\n"), Ok(vec![]));
+    }
+
+    proptest! {
+        #[test]
+        fn never_panics(s in "\\PC*") {
+            let _ = parse_vmstat(&s);
+        }
+    }
+}
