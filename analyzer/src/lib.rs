@@ -1,2 +1,3 @@
 //! Reveal's analysis library: windows, features, detectors, attribution, episodes, reports.
 #![forbid(unsafe_code)]
+pub mod detect;

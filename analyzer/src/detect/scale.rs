@@ -1,0 +1,218 @@
+//! Column standardization shared by the detectors.
+//!
+//! `Standard` is scikit-learn's `StandardScaler` (mean, population standard
+//! deviation), the paper's literal choice. `Robust` uses the median and the
+//! normal-consistent MAD, so the baseline's own anomalies and heavy-tailed
+//! features do not inflate the scale that later hides them.
+
+use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis};
+use serde::{Deserialize, Serialize};
+
+use super::{ColumnStatus, DetectError};
+
+/// How columns are centred and scaled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scaling {
+    /// Mean and population standard deviation (scikit-learn `StandardScaler`).
+    Standard,
+    /// Median and 1.4826 × MAD; where the MAD is zero (a mostly flat column
+    /// with rare moves), 1.2533 × the mean absolute deviation from the median.
+    Robust,
+}
+
+/// 1 / Φ⁻¹(3/4): makes the MAD a consistent estimate of σ for normal data.
+const MAD_TO_SIGMA: f64 = 1.482_602_218_505_602;
+/// √(π/2): makes the mean absolute deviation a consistent estimate of σ.
+const MEAN_AD_TO_SIGMA: f64 = 1.253_314_137_315_500_3;
+/// A spread below this fraction of a column's magnitude is rounding noise.
+const RELATIVE_NOISE: f64 = 1e-12;
+
+/// Fitted per-column centre and scale; only used columns are kept.
+#[derive(Debug, Clone)]
+pub struct Scaler {
+    status: Vec<ColumnStatus>,
+    used: Vec<usize>,
+    center: Array1<f64>,
+    scale: Array1<f64>,
+}
+
+impl Scaler {
+    /// Fits on the baseline; fails only when no column is usable.
+    pub fn fit(x: ArrayView2<f64>, scaling: Scaling) -> Result<Self, DetectError> {
+        let n = x.nrows();
+        let mut status = Vec::with_capacity(x.ncols());
+        let (mut used, mut center, mut scale) = (Vec::new(), Vec::new(), Vec::new());
+        let mut buf = Vec::with_capacity(n);
+        for (j, col) in x.axis_iter(Axis(1)).enumerate() {
+            buf.clear();
+            buf.extend(col.iter().copied().filter(|v| v.is_finite()));
+            let bad = n - buf.len();
+            if buf.is_empty() || bad * 2 > n {
+                status.push(ColumnStatus::NonFinite { count: bad });
+                continue;
+            }
+            let (c, s) = match scaling {
+                Scaling::Standard => mean_std(&buf),
+                Scaling::Robust => median_spread(&mut buf),
+            };
+            if !(s > RELATIVE_NOISE * c.abs()) || !s.is_finite() {
+                status.push(ColumnStatus::Constant);
+                continue;
+            }
+            status.push(ColumnStatus::Used);
+            used.push(j);
+            center.push(c);
+            scale.push(s);
+        }
+        if used.is_empty() {
+            return Err(DetectError::NoUsableFeature { total: x.ncols() });
+        }
+        Ok(Scaler {
+            status,
+            used,
+            center: Array1::from(center),
+            scale: Array1::from(scale),
+        })
+    }
+
+    /// Per original column: used or why not.
+    pub fn status(&self) -> &[ColumnStatus] {
+        &self.status
+    }
+
+    /// Original indices of the used columns, in order.
+    pub fn used(&self) -> &[usize] {
+        &self.used
+    }
+
+    /// Number of original columns.
+    pub fn n_features(&self) -> usize {
+        self.status.len()
+    }
+
+    /// z of used column `k` (an index into [`Scaler::used`]) for raw value `v`;
+    /// non-finite values give 0 (the baseline centre).
+    #[inline]
+    pub fn z(&self, k: usize, v: f64) -> f64 {
+        if v.is_finite() {
+            let z = (v - self.center[k]) / self.scale[k];
+            // A finite value can still overflow after scaling (1e308 / 1e-3).
+            if z.is_finite() {
+                z
+            } else {
+                f64::MAX.copysign(z) * 1e-8
+            }
+        } else {
+            0.0
+        }
+    }
+
+    /// Standardized used columns of one row, written into `out`.
+    pub fn transform_row_into(&self, x: ArrayView1<f64>, out: &mut [f64]) {
+        for (k, (&j, o)) in self.used.iter().zip(out.iter_mut()).enumerate() {
+            *o = self.z(k, x[j]);
+        }
+    }
+
+    /// Standardized used columns of one row.
+    pub fn transform_row(&self, x: ArrayView1<f64>) -> Array1<f64> {
+        let mut out = Array1::zeros(self.used.len());
+        self.transform_row_into(x, out.as_slice_mut().expect("fresh array is contiguous"));
+        out
+    }
+
+    /// Standardized used columns of every row (rows × used columns).
+    pub fn transform(&self, x: ArrayView2<f64>) -> Array2<f64> {
+        let mut out = Array2::zeros((x.nrows(), self.used.len()));
+        for (row, mut o) in x.rows().into_iter().zip(out.rows_mut()) {
+            self.transform_row_into(row, o.as_slice_mut().expect("row of a standard array"));
+        }
+        out
+    }
+}
+
+fn mean_std(v: &[f64]) -> (f64, f64) {
+    let n = v.len() as f64;
+    let mean = v.iter().sum::<f64>() / n;
+    let var = v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n;
+    (mean, var.sqrt())
+}
+
+/// Median and a robust σ estimate; reorders `v`.
+fn median_spread(v: &mut [f64]) -> (f64, f64) {
+    let med = median(v);
+    for x in v.iter_mut() {
+        *x = (*x - med).abs();
+    }
+    let mad = median(v) * MAD_TO_SIGMA;
+    if mad > 0.0 {
+        return (med, mad);
+    }
+    let mean_ad = v.iter().sum::<f64>() / v.len() as f64;
+    (med, mean_ad * MEAN_AD_TO_SIGMA)
+}
+
+/// Median of a non-empty slice; reorders it.
+pub(crate) fn median(v: &mut [f64]) -> f64 {
+    let n = v.len();
+    let mid = n / 2;
+    let (_, &mut upper, _) = v.select_nth_unstable_by(mid, f64::total_cmp);
+    if n % 2 == 1 {
+        upper
+    } else {
+        let lower = v[..mid].iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        (lower + upper) / 2.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::array;
+
+    #[test]
+    fn bad_columns_are_left_out_with_a_reason() {
+        let nan = f64::NAN;
+        let x = array![
+            [1.0, 5.0, nan, 1e9, 2.0],
+            [2.0, 5.0, nan, 1e9 + 1e-6, nan],
+            [3.0, 5.0, 1.0, 1e9, 4.0],
+            [4.0, 5.0, nan, 1e9, 5.0],
+        ];
+        let s = Scaler::fit(x.view(), Scaling::Standard).unwrap();
+        assert_eq!(s.used(), &[0, 4]);
+        assert_eq!(s.status()[1], ColumnStatus::Constant);
+        assert_eq!(s.status()[2], ColumnStatus::NonFinite { count: 3 });
+        // A 1e-6 jitter on 1e9 is 4e-16 relative: rounding noise.
+        assert_eq!(s.status()[3], ColumnStatus::Constant);
+        let z = s.transform_row(array![nan, 0.0, 0.0, 0.0, f64::INFINITY].view());
+        assert_eq!(z.to_vec(), vec![0.0, 0.0]);
+    }
+
+    #[test]
+    fn robust_scale_ignores_outliers_and_handles_zero_mad() {
+        let x = array![
+            [1.0, 0.0],
+            [2.0, 0.0],
+            [3.0, 0.0],
+            [4.0, 0.0],
+            [1000.0, 8.0]
+        ];
+        let s = Scaler::fit(x.view(), Scaling::Robust).unwrap();
+        assert_eq!(s.used(), &[0, 1]);
+        assert!((s.z(0, 3.0)).abs() < 1e-12);
+        assert!((s.z(0, 4.0) - 1.0 / MAD_TO_SIGMA).abs() < 1e-12);
+        // Column 1: MAD 0, mean absolute deviation 1.6.
+        assert!((s.z(1, 8.0) - 8.0 / (1.6 * MEAN_AD_TO_SIGMA)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn all_bad_is_an_error() {
+        let x = array![[1.0, f64::NAN], [1.0, f64::NAN]];
+        assert_eq!(
+            Scaler::fit(x.view(), Scaling::Robust).unwrap_err(),
+            DetectError::NoUsableFeature { total: 2 }
+        );
+    }
+}

@@ -1,0 +1,144 @@
+use ndarray::{ArrayView1, ArrayView2};
+
+use super::Aggregate;
+use crate::detect::scale::Scaler;
+use crate::detect::{percentile, Attribution, ColumnStatus, Detector};
+
+/// A fitted z-score detector.
+#[derive(Debug, Clone)]
+pub struct ZScoreModel {
+    scaler: Scaler,
+    aggregate: Aggregate,
+    threshold: f64,
+}
+
+impl ZScoreModel {
+    pub(super) fn new(scaler: Scaler, aggregate: Aggregate, x: ArrayView2<f64>, q: f64) -> Self {
+        let mut m = ZScoreModel {
+            scaler,
+            aggregate,
+            threshold: 0.0,
+        };
+        let scores = m.score_many(x);
+        m.threshold = percentile(scores.as_slice().unwrap_or(&scores.to_vec()), q);
+        m
+    }
+
+    /// Signed z of every used column, paired with its original index.
+    fn zs(&self, x: ArrayView1<f64>) -> Vec<(usize, f64)> {
+        let used = self.scaler.used();
+        used.iter()
+            .enumerate()
+            .map(|(k, &j)| (j, self.scaler.z(k, x[j])))
+            .collect()
+    }
+
+    /// How many of the largest |z| make up the score.
+    fn support(&self, n: usize) -> usize {
+        match self.aggregate {
+            Aggregate::Mean => n,
+            Aggregate::TopK(k) => k.min(n),
+            Aggregate::Max => 1.min(n),
+        }
+    }
+}
+
+/// Moves the `k` largest |z| to the front (unordered).
+fn select_top(z: &mut [(usize, f64)], k: usize) {
+    if k > 0 && k < z.len() {
+        z.select_nth_unstable_by(k - 1, |a, b| b.1.abs().total_cmp(&a.1.abs()));
+    }
+}
+
+impl Detector for ZScoreModel {
+    fn name(&self) -> &'static str {
+        "zscore"
+    }
+
+    fn n_features(&self) -> usize {
+        self.scaler.n_features()
+    }
+
+    fn score(&self, x: ArrayView1<f64>) -> f64 {
+        assert_eq!(x.len(), self.n_features(), "row width");
+        let mut z = self.zs(x);
+        let k = self.support(z.len());
+        select_top(&mut z, k);
+        z[..k].iter().map(|(_, v)| v.abs()).sum::<f64>() / k as f64
+    }
+
+    fn threshold(&self) -> f64 {
+        self.threshold
+    }
+
+    fn attribute(&self, x: ArrayView1<f64>, top_k: usize) -> Vec<Attribution> {
+        assert_eq!(x.len(), self.n_features(), "row width");
+        let mut z = self.zs(x);
+        let k = self.support(z.len());
+        select_top(&mut z, k);
+        let support = &mut z[..k];
+        let total: f64 = support.iter().map(|(_, v)| v.abs()).sum();
+        support.sort_by(|a, b| b.1.abs().total_cmp(&a.1.abs()));
+        support
+            .iter()
+            .take(top_k)
+            .map(|&(feature, z)| Attribution {
+                feature,
+                contribution: if total > 0.0 { z.abs() / total } else { 0.0 },
+                z,
+            })
+            .collect()
+    }
+
+    fn columns(&self) -> &[ColumnStatus] {
+        self.scaler.status()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::detect::zscore::ZScoreParams;
+    use crate::detect::Fit;
+    use ndarray::{arr1, Array2};
+
+    fn baseline() -> Array2<f64> {
+        Array2::from_shape_fn((300, 4), |(i, j)| {
+            ((i * 31 + j * 17) % 23) as f64 + j as f64
+        })
+    }
+
+    #[test]
+    fn literal_score_is_mean_abs_z() {
+        let x = baseline();
+        let m = ZScoreParams::literal().fit(x.view()).unwrap();
+        let row = x.row(5);
+        let col = |j: usize| x.column(j).to_vec();
+        let mut expect = 0.0;
+        for j in 0..4 {
+            let c = col(j);
+            let mean = c.iter().sum::<f64>() / 300.0;
+            let sd = (c.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / 300.0).sqrt();
+            expect += ((row[j] - mean) / sd).abs() / 4.0;
+        }
+        assert!((m.score(row) - expect).abs() < 1e-12);
+    }
+
+    #[test]
+    fn top_k_attribution_names_the_moved_feature() {
+        let m = ZScoreParams::default().fit(baseline().view()).unwrap();
+        let row = arr1(&[11.0, -40.0, 12.0, 14.0]);
+        let a = m.attribute(row.view(), 2);
+        assert_eq!(a[0].feature, 1);
+        assert!(a[0].z < -3.0);
+        assert!(a[0].contribution > a[1].contribution);
+        assert!(m.flags(row.view()));
+    }
+
+    #[test]
+    fn nan_rows_score_finite() {
+        let m = ZScoreParams::default().fit(baseline().view()).unwrap();
+        let row = arr1(&[f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 1e308]);
+        assert!(m.score(row.view()).is_finite());
+    }
+}
