@@ -25,8 +25,12 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// How long a CPU list and the policy limits are reused before the directory is read again
-/// (CPU hotplug, a driver loaded late, limits written). A failed read forces an earlier scan.
+/// (CPU hotplug, a driver loaded late, limits written). A failed read brings the next scan
+/// forward to [`RETRY`].
 pub const RESCAN: Duration = Duration::from_secs(5);
+/// The earliest rescan after a failed read, so a file that stays broken does not cost a scan
+/// on every scrape.
+pub const RETRY: Duration = Duration::from_secs(1);
 
 pub static FREQUENCY: Desc = Desc::gauge(
     "reveal_cpu_frequency",
@@ -83,6 +87,8 @@ pub struct CpufreqCollector {
     cpu_root: PathBuf,
     cpus: Vec<Cpu>,
     scanned: Option<Instant>,
+    /// A read failed since the last scan: rescan after [`RETRY`] rather than [`RESCAN`].
+    retry: bool,
     buf: String,
 }
 
@@ -92,6 +98,7 @@ impl CpufreqCollector {
             cpu_root: s.paths.sys("devices/system/cpu"),
             cpus: Vec::new(),
             scanned: None,
+            retry: false,
             buf: String::new(),
         }
     }
@@ -131,6 +138,7 @@ impl CpufreqCollector {
             });
         }
         self.scanned = Some(Instant::now());
+        self.retry = false;
         if self.cpus.is_empty() {
             return Err(CollectError::Unsupported {
                 path: self.cpu_root.join("cpu0/cpufreq"),
@@ -147,7 +155,8 @@ impl Collector for CpufreqCollector {
     }
 
     fn update(&mut self, out: &mut Scrape) -> Result<(), CollectError> {
-        if self.scanned.map_or(true, |t| t.elapsed() >= RESCAN) {
+        let wait = if self.retry { RETRY } else { RESCAN };
+        if self.scanned.map_or(true, |t| t.elapsed() >= wait) {
             self.scan()?;
         }
         let cpus = std::mem::take(&mut self.cpus);
@@ -161,7 +170,7 @@ impl Collector for CpufreqCollector {
                 }
                 // One CPU going offline must not hide the others; rescan next time.
                 Err(e) => {
-                    self.scanned = None;
+                    self.retry = true;
                     first_err.get_or_insert(e);
                     continue;
                 }
@@ -268,7 +277,7 @@ mod tests {
         let mut out = Scrape::new();
         c.update(&mut out).unwrap();
         assert_eq!(out.sample_count(), 4);
-        assert!(c.scanned.is_none(), "a failed read asks for a rescan");
+        assert!(c.retry, "a failed read asks for an early rescan");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
