@@ -8,10 +8,10 @@ use crate::paths::Paths;
 use crate::scrape::{Desc, Scrape};
 
 pub mod cpufreq;
-pub mod cpuidle;
 pub mod hugepages;
 pub mod interrupts;
 pub mod meminfo;
+pub mod numa;
 pub mod softirqs;
 pub mod stat;
 pub mod vmstat;
@@ -71,13 +71,6 @@ Entry {
     new: |s| Box::new(cpufreq::CpufreqCollector::new(s)),
 },
 Entry {
-    name: "cpuidle",
-    default_enabled: true,
-    help: "Time in and entries into each CPU idle state per CPU from sysfs cpuidle",
-    metrics: cpuidle::METRICS,
-    new: |s| Box::new(cpuidle::CpuidleCollector::new(s)),
-},
-Entry {
     name: "meminfo",
     default_enabled: true,
     help: "Memory usage from /proc/meminfo (sizes in bytes, HugePages_* counts)",
@@ -97,6 +90,13 @@ Entry {
     help: "Virtual memory event counters (faults, swap, reclaim scans and steals) from /proc/vmstat",
     metrics: vmstat::METRICS,
     new: |s| Box::new(vmstat::VmstatCollector::new(s)),
+},
+Entry {
+    name: "numa",
+    default_enabled: true,
+    help: "Per-NUMA-node allocation counters (numastat) and memory usage (nodeN/meminfo) from /sys/devices/system/node",
+    metrics: numa::METRICS,
+    new: |s| Box::new(numa::NumaCollector::new(s)),
 }];
 
 /// Looks up a collector by name.
