@@ -8,6 +8,7 @@ use crate::paths::Paths;
 use crate::scrape::{Desc, Scrape};
 
 pub mod cpufreq;
+pub mod cpuidle;
 pub mod hugepages;
 pub mod interrupts;
 pub mod meminfo;
@@ -69,6 +70,13 @@ Entry {
     help: "Current CPU frequency and the cpufreq policy limits per CPU from sysfs",
     metrics: cpufreq::METRICS,
     new: |s| Box::new(cpufreq::CpufreqCollector::new(s)),
+},
+Entry {
+    name: "cpuidle",
+    default_enabled: true,
+    help: "Time in and entries into each CPU idle state per CPU from sysfs cpuidle",
+    metrics: cpuidle::METRICS,
+    new: |s| Box::new(cpuidle::CpuidleCollector::new(s)),
 },
 Entry {
     name: "meminfo",
