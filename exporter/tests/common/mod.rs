@@ -121,3 +121,47 @@ fn parse_sample(line: &str) -> Option<Sample> {
         value,
     })
 }
+
+/// Finds an external tool on PATH. When it is missing the test is skipped with a loud message,
+/// except under CI (env `CI` set), where a missing tool fails the test instead.
+pub fn require_tool(name: &str, package: &str) -> Option<PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join(name))
+            .find(|p| p.is_file())
+    });
+    if found.is_none() {
+        let msg =
+            format!("{name} not found on PATH (Debian package {package}); .ci/run installs it");
+        if std::env::var_os("CI").is_some() {
+            panic!("{msg}");
+        }
+        eprintln!("\n!!!!! SKIPPED: {msg} !!!!!\n");
+    }
+    found
+}
+
+/// Sends a blocking HTTP/1.1 GET to 127.0.0.1 and returns (status, headers, body).
+pub fn http_get(
+    addr: std::net::SocketAddr,
+    path: &str,
+    accept: &str,
+) -> std::io::Result<(u16, String, String)> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(2))?;
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: {accept}\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw)?;
+    let raw = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    Ok((status, head.to_string(), body.to_string()))
+}
