@@ -13,6 +13,7 @@ pub mod hugepages;
 pub mod interrupts;
 pub mod meminfo;
 pub mod numa;
+pub mod rapl;
 pub mod softirqs;
 pub mod stat;
 pub mod vmstat;
@@ -77,6 +78,13 @@ Entry {
     help: "Time in and entries into each CPU idle state per CPU from sysfs cpuidle",
     metrics: cpuidle::METRICS,
     new: |s| Box::new(cpuidle::CpuidleCollector::new(s)),
+},
+Entry {
+    name: "rapl",
+    default_enabled: true,
+    help: "Energy per RAPL zone (package, core, dram, psys) from /sys/class/powercap; needs root",
+    metrics: rapl::METRICS,
+    new: |s| Box::new(rapl::RaplCollector::new(s)),
 },
 Entry {
     name: "meminfo",
