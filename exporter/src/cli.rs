@@ -40,6 +40,10 @@ pub struct Flags {
     #[arg(long = "print-metrics")]
     pub print_metrics: bool,
     #[command(flatten)]
+    pub netdev: crate::collectors::netdev::NetdevArgs,
+    #[command(flatten)]
+    pub diskstats: crate::collectors::diskstats::DiskstatsArgs,
+    #[command(flatten)]
     pub interrupts: crate::collectors::interrupts::InterruptsArgs,
 }
 
@@ -100,6 +104,8 @@ fn from_matches(m: &ArgMatches) -> Result<Cli, clap::Error> {
         .collect();
     let settings = Settings {
         paths: Paths::new(&flags.procfs, &flags.sysfs),
+        netdev: flags.netdev.clone(),
+        diskstats: flags.diskstats.clone(),
         interrupts: flags.interrupts.clone(),
         ..Settings::default()
     };

@@ -9,9 +9,11 @@ use crate::scrape::{Desc, Scrape};
 
 pub mod cpufreq;
 pub mod cpuidle;
+pub mod diskstats;
 pub mod hugepages;
 pub mod interrupts;
 pub mod meminfo;
+pub mod netdev;
 pub mod numa;
 pub mod rapl;
 pub mod softirqs;
@@ -30,6 +32,8 @@ pub trait Collector: Send {
 #[derive(Debug, Clone, Default)]
 pub struct Settings {
     pub paths: Paths,
+    pub netdev: netdev::NetdevArgs,
+    pub diskstats: diskstats::DiskstatsArgs,
     pub interrupts: interrupts::InterruptsArgs,
 }
 
@@ -113,6 +117,20 @@ Entry {
     help: "Per-NUMA-node allocation counters (numastat) and memory usage (nodeN/meminfo) from /sys/devices/system/node",
     metrics: numa::METRICS,
     new: |s| Box::new(numa::NumaCollector::new(s)),
+},
+Entry {
+    name: "diskstats",
+    default_enabled: true,
+    help: "Block device I/O counters per device from /proc/diskstats",
+    metrics: diskstats::METRICS,
+    new: |s| Box::new(diskstats::DiskstatsCollector::new(s)),
+},
+Entry {
+    name: "netdev",
+    default_enabled: true,
+    help: "Traffic and error counters per network interface from /proc/net/dev",
+    metrics: netdev::METRICS,
+    new: |s| Box::new(netdev::NetdevCollector::new(s)),
 }];
 
 /// Looks up a collector by name.
