@@ -11,6 +11,7 @@ pub mod cpufreq;
 pub mod cpuidle;
 pub mod diskstats;
 pub mod hugepages;
+pub mod hwmon;
 pub mod interrupts;
 pub mod meminfo;
 pub mod netdev;
@@ -89,6 +90,13 @@ Entry {
     help: "Energy per RAPL zone (package, core, dram, psys) from /sys/class/powercap; needs root",
     metrics: rapl::METRICS,
     new: |s| Box::new(rapl::RaplCollector::new(s)),
+},
+Entry {
+    name: "hwmon",
+    default_enabled: true,
+    help: "Temperatures of hwmon sensors (CPU, memory, drives, NICs, GPUs) from /sys/class/hwmon",
+    metrics: hwmon::METRICS,
+    new: |s| Box::new(hwmon::HwmonCollector::new(s)),
 },
 Entry {
     name: "meminfo",

@@ -1,0 +1,390 @@
+//! Temperatures from the hwmon class, attributed to a subsystem by the chip's driver.
+//!
+//! Files (<https://docs.kernel.org/hwmon/sysfs-interface.html>), one value each:
+//! ```text
+//! class/hwmon/hwmon2/name          coretemp
+//! class/hwmon/hwmon2/temp1_input   45000          (millidegrees Celsius)
+//! class/hwmon/hwmon2/temp1_label   Package id 0
+//! ```
+//! `hwmonN` are links to the device's hwmon directory; some older drivers keep `name` and the
+//! sensor files one level down, under `hwmonN/device/`. `hwmonN` numbers follow probe order
+//! and change between boots, so the `chip` label is the driver name plus the device the link
+//! points to (`coretemp/coretemp.0`, `nvme/nvme0`, `k10temp/0000:00:18.3`), which is stable
+//! and tells two chips of one driver apart. `sensor` is `tempK`, `label` the driver's
+//! `tempK_label` (empty when it has none).
+//!
+//! The development VM has no hwmon class (no emulated sensors), so the collector is
+//! `Unsupported` there. A sensor that cannot be read (a sleeping disk under drivetemp, a
+//! faulty diode) is left out of that scrape and the others are kept.
+
+use super::{Collector, Settings};
+use crate::error::{CollectError, ParseError};
+use crate::read::{dir_names, read_into};
+use crate::scrape::{Desc, Scrape, Unit};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// How long the chip list is reused before the class directory is read again (NVMe and USB
+/// devices come and go). A sensor file that vanished brings the next scan forward to [`RETRY`].
+pub const RESCAN: Duration = Duration::from_secs(10);
+/// The earliest rescan after a sensor file vanished.
+pub const RETRY: Duration = Duration::from_secs(1);
+
+const LABELS: &[&str] = &["chip", "sensor", "label"];
+
+pub static CPU_TEMPERATURE: Desc = Desc::gauge(
+    "reveal_cpu_temperature",
+    Unit::Celsius,
+    LABELS,
+    "Temperature of CPU, chipset and board sensors (coretemp, k10temp, acpitz, Super-I/O, ...).",
+);
+pub static MEMORY_TEMPERATURE: Desc = Desc::gauge(
+    "reveal_memory_temperature",
+    Unit::Celsius,
+    LABELS,
+    "Temperature of memory module sensors (jc42, spd5118).",
+);
+pub static STORAGE_TEMPERATURE: Desc = Desc::gauge(
+    "reveal_storage_temperature",
+    Unit::Celsius,
+    LABELS,
+    "Temperature of drives (nvme, drivetemp).",
+);
+pub static NETWORK_TEMPERATURE: Desc = Desc::gauge(
+    "reveal_network_temperature",
+    Unit::Celsius,
+    LABELS,
+    "Temperature of network adapters and transceivers (mlx5, bnxt_en, ixgbe, igb, sfp).",
+);
+/// Named apart from the GPU collector's NVML temperature family, which has other labels (GPU
+/// index and UUID): two families of one name in one exposition are invalid.
+pub static GPU_TEMPERATURE: Desc = Desc::gauge(
+    "reveal_gpu_hwmon_temperature",
+    Unit::Celsius,
+    LABELS,
+    "Temperature of GPUs whose driver registers hwmon sensors (amdgpu, radeon, nouveau, i915, xe).",
+);
+
+pub static METRICS: &[&Desc] = &[
+    &CPU_TEMPERATURE,
+    &MEMORY_TEMPERATURE,
+    &STORAGE_TEMPERATURE,
+    &NETWORK_TEMPERATURE,
+    &GPU_TEMPERATURE,
+];
+
+/// The subsystem a chip's temperatures belong to, by the driver's hwmon name.
+///
+/// Any chip not listed counts as cpu: the unlisted ones are mostly motherboard Super-I/O and
+/// ACPI sensors (nct6775, it87, acpitz, pch_*), which sit beside the CPU and its voltage
+/// regulators and heat with them, and the analyzer needs some subsystem to attribute to.
+pub fn subsystem_desc(chip_name: &str) -> &'static Desc {
+    match chip_name {
+        "jc42" | "spd5118" => &MEMORY_TEMPERATURE,
+        "nvme" | "drivetemp" => &STORAGE_TEMPERATURE,
+        "mlx5" | "bnxt_en" | "ixgbe" | "igb" | "sfp" => &NETWORK_TEMPERATURE,
+        "amdgpu" | "radeon" | "nouveau" | "i915" | "xe" => &GPU_TEMPERATURE,
+        // coretemp, k10temp, k8temp, zenpower, via_cputemp, cpu_thermal, acpitz and unknowns.
+        _ => &CPU_TEMPERATURE,
+    }
+}
+
+/// Parses a `tempK_input` attribute (signed millidegrees Celsius) into degrees Celsius.
+pub fn parse_millicelsius(text: &str) -> Result<f64, ParseError> {
+    let t = text.trim();
+    let m: i64 = t
+        .parse()
+        .map_err(|_| ParseError::new(1, format!("{t:?} is not a temperature in m°C")))?;
+    Ok(m as f64 / 1e3)
+}
+
+/// Parses a `name` or `tempK_label` attribute: one trimmed line.
+pub fn parse_attr_text(text: &str) -> Result<&str, ParseError> {
+    let t = text.trim();
+    if t.contains('\n') {
+        return Err(ParseError::new(2, "more than one line"));
+    }
+    Ok(t)
+}
+
+/// The sensor index of a `tempK_input` file name.
+fn temp_index(file: &str) -> Option<u32> {
+    file.strip_prefix("temp")?
+        .strip_suffix("_input")?
+        .parse()
+        .ok()
+}
+
+struct Sensor {
+    desc: &'static Desc,
+    chip: String,
+    sensor: String,
+    label: String,
+    input: PathBuf,
+}
+
+pub struct HwmonCollector {
+    root: PathBuf,
+    sensors: Vec<Sensor>,
+    scanned: Option<Instant>,
+    retry: bool,
+    buf: String,
+}
+
+impl HwmonCollector {
+    pub fn new(s: &Settings) -> Self {
+        HwmonCollector {
+            root: s.paths.sys("class/hwmon"),
+            sensors: Vec::new(),
+            scanned: None,
+            retry: false,
+            buf: String::new(),
+        }
+    }
+
+    fn read_text(&mut self, path: &Path) -> Option<String> {
+        read_into(path, &mut self.buf).ok()?;
+        parse_attr_text(&self.buf).ok().map(str::to_string)
+    }
+
+    /// Adds the temperature sensors of one `hwmonN` directory.
+    fn scan_chip(&mut self, hwmon: &str, chips: &mut Vec<String>) {
+        let base = self.root.join(hwmon);
+        let device = base.join("device");
+        let Some(name) = self
+            .read_text(&base.join("name"))
+            .or_else(|| self.read_text(&device.join("name")))
+        else {
+            return;
+        };
+        // Sensors live in the hwmon directory, or for older drivers in the device's.
+        let (dir, files) = [&base, &device]
+            .into_iter()
+            .filter_map(|d| {
+                let files: Vec<(u32, String)> = dir_names(d)
+                    .ok()?
+                    .into_iter()
+                    .filter_map(|f| Some((temp_index(&f)?, f)))
+                    .collect();
+                (!files.is_empty()).then(|| (d.clone(), files))
+            })
+            .next()
+            .unwrap_or_default();
+        if files.is_empty() {
+            return;
+        }
+        let mut chip = match std::fs::read_link(&device)
+            .ok()
+            .as_deref()
+            .and_then(Path::file_name)
+        {
+            Some(dev) => format!("{name}/{}", dev.to_string_lossy()),
+            None => name.clone(),
+        };
+        if chips.contains(&chip) {
+            chip = format!("{chip}/{hwmon}");
+        }
+        chips.push(chip.clone());
+        let mut files = files;
+        files.sort();
+        for (k, file) in files {
+            let label = self
+                .read_text(&dir.join(format!("temp{k}_label")))
+                .unwrap_or_default();
+            self.sensors.push(Sensor {
+                desc: subsystem_desc(&name),
+                chip: chip.clone(),
+                sensor: format!("temp{k}"),
+                label,
+                input: dir.join(file),
+            });
+        }
+    }
+
+    fn scan(&mut self) -> Result<(), CollectError> {
+        self.scanned = Some(Instant::now());
+        self.retry = false;
+        self.sensors.clear();
+        let mut chips = Vec::new();
+        for hwmon in dir_names(&self.root)? {
+            self.scan_chip(&hwmon, &mut chips);
+        }
+        if self.sensors.is_empty() {
+            return Err(CollectError::Unsupported {
+                path: self.root.clone(),
+                reason: "no hwmon temperature sensor".into(),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl Collector for HwmonCollector {
+    fn name(&self) -> &'static str {
+        "hwmon"
+    }
+
+    fn update(&mut self, out: &mut Scrape) -> Result<(), CollectError> {
+        let wait = if self.retry { RETRY } else { RESCAN };
+        if self.scanned.map_or(true, |t| t.elapsed() >= wait) {
+            self.scan()?;
+        }
+        let mut first_err = None;
+        for s in &self.sensors {
+            let read = read_into(&s.input, &mut self.buf).and_then(|()| {
+                parse_millicelsius(&self.buf).map_err(|e| CollectError::parse(&s.input, e))
+            });
+            let celsius = match read {
+                Ok(c) => c,
+                // A vanished file means the chip went away: rescan soon. Other errors (EIO,
+                // ENODATA from a sensor that cannot answer now, a value that does not parse)
+                // only skip the sensor.
+                Err(e) => {
+                    self.retry |= e.is_unsupported();
+                    first_err.get_or_insert(e);
+                    continue;
+                }
+            };
+            out.push(
+                s.desc,
+                vec![
+                    ("chip", s.chip.clone()),
+                    ("sensor", s.sensor.clone()),
+                    ("label", s.label.clone()),
+                ],
+                celsius,
+            );
+        }
+        match first_err {
+            Some(e) if out.sample_count() == 0 => Err(e),
+            _ => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::paths::Paths;
+    use proptest::prelude::*;
+
+    #[test]
+    fn parses_attributes() {
+        assert_eq!(parse_millicelsius("45000\n").unwrap(), 45.0);
+        assert_eq!(parse_millicelsius("-5500\n").unwrap(), -5.5);
+        assert!(parse_millicelsius("").is_err());
+        assert!(parse_millicelsius("45.0").is_err());
+        assert_eq!(parse_attr_text("Package id 0\n").unwrap(), "Package id 0");
+        assert!(parse_attr_text("a\nb").is_err());
+        assert_eq!(temp_index("temp12_input"), Some(12));
+        assert_eq!(temp_index("temp1_label"), None);
+        assert_eq!(temp_index("in0_input"), None);
+    }
+
+    #[test]
+    fn subsystems_by_driver() {
+        assert_eq!(subsystem_desc("coretemp").name, "reveal_cpu_temperature");
+        assert_eq!(subsystem_desc("nvme").name, "reveal_storage_temperature");
+        assert_eq!(
+            subsystem_desc("amdgpu").name,
+            "reveal_gpu_hwmon_temperature"
+        );
+        assert_eq!(subsystem_desc("jc42").name, "reveal_memory_temperature");
+        assert_eq!(subsystem_desc("nct6798").name, "reveal_cpu_temperature");
+    }
+
+    #[test]
+    fn reads_chips_in_both_layouts_and_skips_bad_sensors() {
+        let dir = std::env::temp_dir().join(format!("reveal-hwmon-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let dev = dir.join("devices");
+        let class = dir.join("class/hwmon");
+        let write = |p: PathBuf, t: &str| {
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, t).unwrap();
+        };
+        // Two coretemp chips, as on a two-socket host; one sensor reads garbage.
+        for (h, d, t) in [
+            ("hwmon1", "coretemp.0", "45000"),
+            ("hwmon3", "coretemp.1", "x"),
+        ] {
+            let hw = dev.join(d).join("hwmon").join(h);
+            write(hw.join("name"), "coretemp\n");
+            write(hw.join("temp1_input"), &format!("{t}\n"));
+            write(hw.join("temp1_label"), "Package id 0\n");
+            write(hw.join("temp2_input"), "41000\n");
+            std::os::unix::fs::symlink(dev.join(d), hw.join("device")).unwrap();
+            std::fs::create_dir_all(&class).unwrap();
+            std::os::unix::fs::symlink(&hw, class.join(h)).unwrap();
+        }
+        // An older driver with everything under device/.
+        let old = dev.join("nvme0");
+        write(old.join("name"), "nvme\n");
+        write(old.join("temp1_input"), "38850\n");
+        std::fs::create_dir_all(class.join("hwmon0")).unwrap();
+        std::os::unix::fs::symlink(&old, class.join("hwmon0/device")).unwrap();
+        // A chip without temperatures.
+        write(class.join("hwmon2/name"), "fan\n");
+
+        let s = Settings {
+            paths: Paths::new(&dir, &dir),
+            ..Default::default()
+        };
+        let mut c = HwmonCollector::new(&s);
+        let mut out = Scrape::new();
+        c.update(&mut out).unwrap();
+        let got: Vec<(&str, Vec<String>, f64)> = out
+            .families()
+            .flat_map(|f| {
+                f.samples.iter().map(move |s| {
+                    (
+                        f.desc.name,
+                        s.labels.iter().map(|l| l.1.clone()).collect(),
+                        s.value,
+                    )
+                })
+            })
+            .collect();
+        let l = |c: &str, s: &str, x: &str| vec![c.to_string(), s.to_string(), x.to_string()];
+        assert_eq!(
+            got,
+            vec![
+                (
+                    "reveal_storage_temperature",
+                    l("nvme/nvme0", "temp1", ""),
+                    38.85
+                ),
+                (
+                    "reveal_cpu_temperature",
+                    l("coretemp/coretemp.0", "temp1", "Package id 0"),
+                    45.0
+                ),
+                (
+                    "reveal_cpu_temperature",
+                    l("coretemp/coretemp.0", "temp2", ""),
+                    41.0
+                ),
+                (
+                    "reveal_cpu_temperature",
+                    l("coretemp/coretemp.1", "temp2", ""),
+                    41.0
+                ),
+            ]
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(
+            c.update(&mut Scrape::new()).unwrap_err().is_unsupported(),
+            "no sensor left"
+        );
+        assert!(c.retry);
+    }
+
+    proptest! {
+        #[test]
+        fn never_panics(s in "\\PC{0,40}") {
+            let _ = parse_millicelsius(&s);
+            let _ = parse_attr_text(&s);
+            let _ = temp_index(&s);
+        }
+    }
+}
