@@ -27,6 +27,12 @@ pub struct Flags {
     /// sysfs mount point.
     #[arg(long = "path.sysfs", default_value = crate::paths::DEFAULT_SYSFS)]
     pub sysfs: PathBuf,
+    /// YAML configuration file (vendor perf events); see exporter/examples/perf-events.yml.
+    #[arg(long = "config.file")]
+    pub config_file: Option<PathBuf>,
+    /// YAML file listing the metrics (and label matchers) to expose; everything when absent.
+    #[arg(long = "metrics.selection")]
+    pub selection: Option<PathBuf>,
     /// Only log messages with at least this severity: error, warn, info, debug.
     #[arg(long = "log.level", default_value = "info", value_parser = ["error", "warn", "info", "debug", "trace"])]
     pub log_level: String,
@@ -102,13 +108,23 @@ fn from_matches(m: &ArgMatches) -> Result<Cli, clap::Error> {
         })
         .map(|e| e.name)
         .collect();
-    let settings = Settings {
+    let mut settings = Settings {
         paths: Paths::new(&flags.procfs, &flags.sysfs),
         netdev: flags.netdev.clone(),
         diskstats: flags.diskstats.clone(),
         interrupts: flags.interrupts.clone(),
         ..Settings::default()
     };
+    // Bad files are refused here, at start, with clap's usage error and exit status.
+    let invalid = |msg: String| clap::Error::raw(clap::error::ErrorKind::ValueValidation, msg + "\n");
+    if let Some(p) = &flags.config_file {
+        let cfg = crate::config::ExporterConfig::load(p).map_err(|e| invalid(e.to_string()))?;
+        settings.config = std::sync::Arc::new(cfg);
+    }
+    if let Some(p) = &flags.selection {
+        let sel = crate::selection::Selection::load(p).map_err(|e| invalid(e.to_string()))?;
+        settings.selection = Some(std::sync::Arc::new(sel));
+    }
     Ok(Cli { flags, collectors, settings })
 }
 

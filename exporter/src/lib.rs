@@ -13,10 +13,13 @@
 
 pub mod cli;
 pub mod collectors;
+pub mod config;
 pub mod error;
 pub mod metrics_doc;
 pub mod paths;
+pub mod perf_sys;
 pub mod read;
 pub mod runner;
 pub mod scrape;
+pub mod selection;
 pub mod server;

@@ -3,6 +3,7 @@
 
 use crate::collectors::{Collector, Settings, COLLECTORS};
 use crate::scrape::{Desc, Kind, Scrape, Unit};
+use crate::selection::Selection;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
@@ -59,6 +60,11 @@ impl Runner {
     pub fn new(names: &[&str], settings: &Settings) -> Result<Runner, String> {
         let mut slots = Vec::new();
         for e in COLLECTORS.iter().filter(|e| names.contains(&e.name)) {
+            // A collector none of whose metrics is selected is not built, so it costs nothing.
+            if !e.metrics.iter().any(|d| settings.wants(d)) {
+                tracing::info!(collector = e.name, "collector skipped: none of its metrics is selected");
+                continue;
+            }
             slots.push(Slot {
                 collector: (e.new)(settings),
                 scrape: Scrape::new(),
@@ -72,7 +78,7 @@ impl Runner {
         }
         let slots = Arc::new(Mutex::new(slots));
         let mut registry = prometheus_client::registry::Registry::default();
-        registry.register_collector(Box::new(Render(slots.clone())));
+        registry.register_collector(Box::new(Render(slots.clone(), settings.selection.clone())));
         Ok(Runner { slots, registry })
     }
 
@@ -143,13 +149,23 @@ impl Runner {
 
     fn encode_into(
         slots: &Mutex<Vec<Slot>>,
+        selection: Option<&Selection>,
         encoder: &mut DescriptorEncoder,
     ) -> Result<(), std::fmt::Error> {
         let mut slots = lock(slots);
         Self::update_all(&mut slots);
         for slot in slots.iter() {
             for fam in slot.scrape.families() {
-                encode_family(encoder, fam.desc, fam.samples.iter().map(|s| (&s.labels, s.value)))?;
+                let rule = match selection.map(|sel| sel.rule(fam.desc)) {
+                    None => None,
+                    Some(None) => continue,
+                    Some(Some(r)) => Some(r),
+                };
+                let keep = |s: &&crate::scrape::Sample| rule.map_or(true, |r| r.keeps(&s.labels));
+                if !fam.samples.iter().any(|s| keep(&s)) {
+                    continue;
+                }
+                encode_family(encoder, fam.desc, fam.samples.iter().filter(keep).map(|s| (&s.labels, s.value)))?;
             }
         }
         let names: Vec<_> = slots.iter().map(|s| vec![("collector", s.collector.name().to_string())]).collect();
@@ -202,7 +218,7 @@ fn lock(slots: &Mutex<Vec<Slot>>) -> std::sync::MutexGuard<'_, Vec<Slot>> {
 }
 
 /// The registry's view of the runner: each encode runs the collectors, then writes them out.
-struct Render(Arc<Mutex<Vec<Slot>>>);
+struct Render(Arc<Mutex<Vec<Slot>>>, Option<Arc<Selection>>);
 
 impl std::fmt::Debug for Render {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -212,7 +228,7 @@ impl std::fmt::Debug for Render {
 
 impl prometheus_client::collector::Collector for Render {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        Runner::encode_into(&self.0, &mut encoder)
+        Runner::encode_into(&self.0, self.1.as_deref(), &mut encoder)
     }
 }
 

@@ -16,6 +16,8 @@ pub mod interrupts;
 pub mod meminfo;
 pub mod netdev;
 pub mod numa;
+pub mod perf;
+pub mod perf_group;
 pub mod rapl;
 pub mod softirqs;
 pub mod stat;
@@ -36,6 +38,17 @@ pub struct Settings {
     pub netdev: netdev::NetdevArgs,
     pub diskstats: diskstats::DiskstatsArgs,
     pub interrupts: interrupts::InterruptsArgs,
+    /// The exporter's YAML configuration (`--config.file`).
+    pub config: std::sync::Arc<crate::config::ExporterConfig>,
+    /// The metric selection (`--metrics.selection`); `None` exposes everything.
+    pub selection: Option<std::sync::Arc<crate::selection::Selection>>,
+}
+
+impl Settings {
+    /// Whether a metric family is wanted: collectors skip work for families it is not.
+    pub fn wants(&self, desc: &Desc) -> bool {
+        self.selection.as_ref().map_or(true, |s| s.wants(desc))
+    }
 }
 
 /// A row of the collector table.
@@ -139,6 +152,13 @@ Entry {
     help: "Traffic and error counters per network interface from /proc/net/dev",
     metrics: netdev::METRICS,
     new: |s| Box::new(netdev::NetdevCollector::new(s)),
+},
+Entry {
+    name: "perf",
+    default_enabled: true,
+    help: "Per-CPU perf counters (instructions, cycles, cache, branches, stalls, software events, raw events from --config.file); needs CAP_PERFMON",
+    metrics: perf::METRICS,
+    new: |s| Box::new(perf::PerfCollector::new(s)),
 }];
 
 /// Looks up a collector by name.

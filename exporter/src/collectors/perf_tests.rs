@@ -1,0 +1,258 @@
+//! The perf collector on this host's real software events, and its hardware and raw-event
+//! paths through the same code with openers that refuse them (as a VM without a virtual PMU
+//! does) or stand in for them with a software counter.
+
+use super::*;
+use crate::collectors::perf_group::KernelOpener;
+use crate::config::{ExporterConfig, PerfConfig, RawEvent};
+use std::fs::File;
+use std::io;
+use std::sync::Arc;
+
+/// Refuses the listed attr types with `errno`, opens the rest for real.
+struct Refuse {
+    types: Vec<u32>,
+    errno: i32,
+}
+
+impl Opener for Refuse {
+    fn open(&mut self, spec: &EventSpec, cpu: u32, leader: Option<&File>) -> io::Result<File> {
+        if self.types.contains(&spec.type_) {
+            return Err(io::Error::from_raw_os_error(self.errno));
+        }
+        KernelOpener.open(spec, cpu, leader)
+    }
+}
+
+/// Opens the kernel's cpu-clock software counter in place of every hardware or raw event, so
+/// the hardware path (grouping, reading, scaling, naming) runs on real descriptors.
+struct StandIn {
+    refuse_config: Option<u64>,
+}
+
+impl Opener for StandIn {
+    fn open(&mut self, spec: &EventSpec, cpu: u32, leader: Option<&File>) -> io::Result<File> {
+        if spec.type_ == perf_sys::TYPE_HARDWARE && Some(spec.config) == self.refuse_config {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        if spec.type_ == perf_sys::TYPE_SOFTWARE {
+            return KernelOpener.open(spec, cpu, leader);
+        }
+        let clock = EventSpec::new(
+            perf_sys::TYPE_SOFTWARE,
+            u64::from(b::PERF_COUNT_SW_CPU_CLOCK),
+        );
+        KernelOpener.open(&clock, cpu, leader)
+    }
+}
+
+/// Software per-CPU counters need CAP_PERFMON or perf_event_paranoid <= 0; without them the
+/// test cannot run here. It says so, and fails under CI where it must run.
+fn perf_allowed() -> bool {
+    let spec = EventSpec::new(
+        perf_sys::TYPE_SOFTWARE,
+        u64::from(b::PERF_COUNT_SW_TASK_CLOCK),
+    );
+    match KernelOpener.open(&spec, 0, None) {
+        Ok(_) => true,
+        Err(e) => {
+            let msg = format!("SKIPPED: per-CPU software perf events cannot be opened here: {e}");
+            assert!(std::env::var_os("CI").is_none(), "{msg}");
+            eprintln!("{msg}");
+            false
+        }
+    }
+}
+
+fn scrape(c: &mut PerfCollector) -> Scrape {
+    let mut s = Scrape::new();
+    c.update(&mut s).expect("update");
+    s
+}
+
+fn names(s: &Scrape) -> Vec<String> {
+    s.families().map(|f| f.desc.sample_name()).collect()
+}
+
+fn cpus() -> usize {
+    let t = std::fs::read_to_string(Settings::default().paths.sys("devices/system/cpu/online"))
+        .unwrap();
+    perf_group::parse_cpu_list(&t).unwrap().len()
+}
+
+#[test]
+fn software_events_are_real_and_hardware_is_left_out() {
+    if !perf_allowed() {
+        return;
+    }
+    let s = Settings::default();
+    let mut opener = Refuse {
+        types: vec![perf_sys::TYPE_HARDWARE, perf_sys::TYPE_RAW],
+        errno: libc::ENOENT,
+    };
+    let mut c = PerfCollector::with_opener(&s, &mut opener);
+    assert_eq!(
+        c.open_events(),
+        vec![
+            "context-switches",
+            "cpu-migrations",
+            "page-faults",
+            "task-clock"
+        ]
+    );
+    // Burn some CPU so the task clock moves between two reads.
+    let first = scrape(&mut c);
+    let t0 = std::time::Instant::now();
+    let mut x = 0u64;
+    while t0.elapsed() < std::time::Duration::from_millis(30) {
+        x = x.wrapping_add(std::hint::black_box(1));
+    }
+    let second = scrape(&mut c);
+    assert!(!names(&second).contains(&"reveal_cpu_instructions_total".to_string()));
+    let total = |s: &Scrape| -> f64 {
+        s.families()
+            .filter(|f| std::ptr::eq(f.desc, &TASK_CLOCK))
+            .flat_map(|f| f.samples.iter().map(|s| s.value))
+            .sum()
+    };
+    assert!(
+        total(&second) - total(&first) >= 0.02,
+        "task clock {} -> {}",
+        total(&first),
+        total(&second)
+    );
+    let ratios: Vec<_> = second
+        .families()
+        .filter(|f| std::ptr::eq(f.desc, &RUNNING_RATIO))
+        .flat_map(|f| &f.samples)
+        .collect();
+    assert_eq!(ratios.len(), cpus());
+    assert!(ratios
+        .iter()
+        .all(|r| r.value == 1.0 && r.labels[1].1 == "software"));
+}
+
+#[test]
+fn hardware_path_with_stand_in_counters() {
+    if !perf_allowed() {
+        return;
+    }
+    let mut cfg = ExporterConfig::default();
+    cfg.perf = PerfConfig {
+        events: vec![
+            RawEvent {
+                name: "ls_dispatch.ld_dispatch".into(),
+                subsystem: crate::config::Subsystem::Memory,
+                event: Some(0x29),
+                umask: Some(1),
+                ..raw()
+            },
+            RawEvent {
+                name: "ls_dc_accesses".into(),
+                subsystem: crate::config::Subsystem::Memory,
+                event: Some(0x40),
+                ..raw()
+            },
+        ],
+    };
+    let s = Settings {
+        config: Arc::new(cfg),
+        ..Settings::default()
+    };
+    // cycles is refused as a PMU refuses a group it cannot hold; instructions then leads.
+    let mut c = PerfCollector::with_opener(
+        &s,
+        &mut StandIn {
+            refuse_config: Some(u64::from(b::PERF_COUNT_HW_CPU_CYCLES)),
+        },
+    );
+    assert!(!c.open_events().contains(&"cycles".to_string()));
+    assert!(c.open_events().contains(&"instructions".to_string()));
+    let out = scrape(&mut c);
+    let n = names(&out);
+    for want in [
+        "reveal_cpu_instructions_total",
+        "reveal_cpu_branch_misses_total",
+        "reveal_cpu_cache_misses_total",
+        "reveal_cpu_stalled_cycles_backend_total",
+        "reveal_memory_perf_event_total",
+        "reveal_cpu_perf_running_ratio",
+    ] {
+        assert!(n.contains(&want.to_string()), "{want} missing from {n:?}");
+    }
+    let raw: Vec<_> = out
+        .families()
+        .filter(|f| std::ptr::eq(f.desc, &RAW_MEMORY))
+        .flat_map(|f| &f.samples)
+        .collect();
+    assert_eq!(raw.len(), 2 * cpus());
+    assert!(raw.iter().any(|s| s.labels
+        == vec![
+            ("cpu", "0".to_string()),
+            ("event", "ls_dc_accesses".to_string())
+        ]));
+    let groups: std::collections::BTreeSet<_> = out
+        .families()
+        .filter(|f| std::ptr::eq(f.desc, &RUNNING_RATIO))
+        .flat_map(|f| f.samples.iter().map(|s| s.labels[1].1.clone()))
+        .collect();
+    let want: std::collections::BTreeSet<_> = [
+        "cache",
+        "core",
+        "ls_dc_accesses",
+        "ls_dispatch.ld_dispatch",
+        "software",
+        "stalls",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    assert_eq!(groups, want);
+}
+
+fn raw() -> RawEvent {
+    RawEvent {
+        name: String::new(),
+        subsystem: crate::config::Subsystem::Cpu,
+        pmu: None,
+        event: None,
+        umask: None,
+        cmask: None,
+        inv: false,
+        edge: false,
+        config: None,
+        config1: 0,
+        config2: 0,
+        group: None,
+        help: None,
+    }
+}
+
+#[test]
+fn no_permission_is_unsupported_with_the_fix_named() {
+    let s = Settings::default();
+    let mut opener = Refuse {
+        types: vec![0, 1, 2, 3, 4, 5],
+        errno: libc::EACCES,
+    };
+    let mut c = PerfCollector::with_opener(&s, &mut opener);
+    let err = c.update(&mut Scrape::new()).unwrap_err();
+    assert!(err.is_unsupported());
+    assert!(err.to_string().contains("CAP_PERFMON"), "{err}");
+}
+
+#[test]
+fn unselected_events_are_not_opened() {
+    if !perf_allowed() {
+        return;
+    }
+    let sel =
+        crate::selection::Selection::parse("metrics: [reveal_cpu_task_clock_seconds_total]\n")
+            .unwrap();
+    let s = Settings {
+        selection: Some(Arc::new(sel)),
+        ..Settings::default()
+    };
+    let c = PerfCollector::with_opener(&s, &mut KernelOpener);
+    assert_eq!(c.open_events(), vec!["task-clock"]);
+}
