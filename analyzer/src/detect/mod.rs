@@ -27,6 +27,8 @@
 //! ```
 
 pub mod error;
+pub(crate) mod linalg;
+pub mod pca;
 pub mod scale;
 pub mod zscore;
 

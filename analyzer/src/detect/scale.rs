@@ -140,7 +140,7 @@ fn mean_std(v: &[f64]) -> (f64, f64) {
 }
 
 /// Median and a robust σ estimate; reorders `v`.
-fn median_spread(v: &mut [f64]) -> (f64, f64) {
+pub(crate) fn median_spread(v: &mut [f64]) -> (f64, f64) {
     let med = median(v);
     for x in v.iter_mut() {
         *x = (*x - med).abs();

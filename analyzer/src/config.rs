@@ -1,0 +1,505 @@
+//! The YAML configuration of `reveal-analyzer run` (every key and default is documented in
+//! `docs/analyzer-config.md`; `analyzer/examples/analyzer.yml` is a complete example).
+//!
+//! Loading refuses a bad file with its path, line and reason: serde_yaml's errors carry the
+//! location of syntax and type errors and unknown keys (`deny_unknown_fields` everywhere),
+//! and the semantic checks below look up the line of the key they complain about with
+//! [`key_lines`], a small scanner over block-style YAML.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::http::{Authorization, BasicAuth, HttpClientConfig, Secret, TlsConfig};
+
+mod duration;
+pub use duration::{parse_duration, PromDuration};
+
+/// Subsystems a metric can be attributed to; the same five as the exporter's metric names.
+pub const SUBSYSTEMS: [&str; 5] = ["cpu", "gpu", "memory", "network", "storage"];
+
+/// Declares a config block with the Prometheus-style HTTP client keys inline (as Prometheus
+/// writes them under `remote_write:` or `alertmanagers:`), plus `http_client()` to extract them.
+macro_rules! with_http_client {
+    ($(#[$m:meta])* pub struct $name:ident { $($(#[$fm:meta])* pub $f:ident : $t:ty,)* }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Deserialize, PartialEq)]
+        #[serde(deny_unknown_fields)]
+        pub struct $name {
+            $($(#[$fm])* pub $f: $t,)*
+            pub basic_auth: Option<BasicAuth>,
+            pub bearer_token: Option<Secret>,
+            pub bearer_token_file: Option<PathBuf>,
+            pub authorization: Option<Authorization>,
+            #[serde(default)]
+            pub tls_config: TlsConfig,
+            #[serde(default = "default_timeout")]
+            pub timeout: PromDuration,
+        }
+        impl $name {
+            pub fn http_client(&self) -> HttpClientConfig {
+                HttpClientConfig {
+                    basic_auth: self.basic_auth.clone(),
+                    bearer_token: self.bearer_token.clone(),
+                    bearer_token_file: self.bearer_token_file.clone(),
+                    authorization: self.authorization.clone(),
+                    tls_config: self.tls_config.clone(),
+                    timeout: self.timeout,
+                    ..HttpClientConfig::default()
+                }
+            }
+        }
+    };
+}
+
+fn default_timeout() -> PromDuration {
+    PromDuration(Duration::from_secs(10))
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Address of the analyzer's own `/metrics`, `/-/healthy`, `/-/ready`.
+    #[serde(default = "default_listen")]
+    pub listen_address: SocketAddr,
+    /// Directory of the checkpoint (last analyzed time, open episodes).
+    #[serde(default = "default_state_dir")]
+    pub state_dir: PathBuf,
+    pub source: SourceConfig,
+    /// The metric set: what to read and how each channel is treated.
+    pub metrics: Vec<MetricSpec>,
+    #[serde(default)]
+    pub analysis: AnalysisConfig,
+    #[serde(default)]
+    pub outputs: OutputsConfig,
+}
+
+fn default_listen() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 19191))
+}
+fn default_state_dir() -> PathBuf {
+    PathBuf::from("reveal-analyzer-state")
+}
+
+/// Exactly one of the two sources.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SourceConfig {
+    pub prometheus: Option<PrometheusSource>,
+    pub scrape: Option<ScrapeSource>,
+}
+
+with_http_client! {
+    /// Range queries against Prometheus or any engine with its HTTP API.
+    pub struct PrometheusSource {
+        pub url: String,
+        /// Label that tells hosts apart in query results.
+        #[serde(default = "default_host_label")]
+        pub host_label: String,
+    }
+}
+
+fn default_host_label() -> String {
+    "instance".to_string()
+}
+
+with_http_client! {
+    /// Direct scrape of exporters into memory, for a single host without Prometheus.
+    pub struct ScrapeSource {
+        /// `/metrics` URLs; each is one host, named by its `host:port`.
+        pub targets: Vec<String>,
+        #[serde(default = "default_step")]
+        pub interval: PromDuration,
+    }
+}
+
+/// One entry of the metric set.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct MetricSpec {
+    /// PromQL expression (Prometheus source) or metric-name regex (scrape source) selecting
+    /// the series; every series is one channel of its host.
+    pub expr: String,
+    /// Channel name for series without a `__name__` (results of functions like `rate`);
+    /// defaults to the first metric name in `expr`.
+    pub name: Option<String>,
+    /// Subsystem the channels are attributed to.
+    pub subsystem: String,
+    /// `dynamic`, `event` or `static`; when absent, the analyzer's default by name and type.
+    pub kind: Option<MetricKind>,
+}
+
+impl MetricSpec {
+    /// The explicit `name`, else the first identifier in `expr` that is not a function call
+    /// or a PromQL keyword (`rate(foo_total[1s])` → `foo_total`), else the expression itself.
+    pub fn channel_name(&self) -> String {
+        if let Some(n) = &self.name {
+            return n.clone();
+        }
+        // Aggregations may be written `sum by (x) (...)`, so they are not always followed by
+        // `(`; grouping keywords are followed by a label list, which is skipped.
+        const KEYWORDS: [&str; 16] = [
+            "and", "or", "unless", "offset", "bool", "sum", "min", "max", "avg", "count", "group",
+            "stddev", "stdvar", "topk", "bottomk", "quantile",
+        ];
+        const GROUPING: [&str; 6] = ["by", "without", "on", "ignoring", "group_left", "group_right"];
+        let b = self.expr.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            let c = b[i];
+            if c == b'"' || c == b'\'' {
+                // Skip label values: they are not names.
+                i += 1;
+                while i < b.len() && b[i] != c {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+            } else if c == b'[' {
+                // Range durations (`[1s]`) and subqueries hold no names.
+                i = self.expr[i..].find(']').map_or(b.len(), |p| i + p + 1);
+            } else if c.is_ascii_digit() {
+                // Numbers like `1e3` or `0x1f` must not yield `e3` or `x1f`.
+                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'.') {
+                    i += 1;
+                }
+            } else if c.is_ascii_alphabetic() || c == b'_' || c == b':' {
+                let start = i;
+                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b':') {
+                    i += 1;
+                }
+                let word = &self.expr[start..i];
+                let next = self.expr[i..].trim_start();
+                let in_braces = self.expr[..start].matches('{').count() > self.expr[..start].matches('}').count();
+                if GROUPING.contains(&word) {
+                    if next.starts_with('(') {
+                        i = self.expr[i..].find(')').map_or(b.len(), |p| i + p + 1);
+                    }
+                    continue;
+                }
+                if !next.starts_with('(') && !KEYWORDS.contains(&word) && !in_braces {
+                    return word.to_string();
+                }
+            } else {
+                i += 1;
+            }
+        }
+        self.expr.trim().to_string()
+    }
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum MetricKind {
+    Dynamic,
+    Event,
+    Static,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct AnalysisConfig {
+    /// Sample spacing the series are resampled to.
+    pub step: PromDuration,
+    /// Window length and stride between window starts.
+    pub window: PromDuration,
+    pub stride: PromDuration,
+    /// How far behind real time the newest analyzed window ends, so late scrapes land first.
+    pub delay: PromDuration,
+    /// Trailing history the detectors are fitted on.
+    pub baseline: PromDuration,
+    /// How often the baseline is refitted.
+    pub refit_every: PromDuration,
+    /// History needed before the first fit; until then the analyzer reports warm-up.
+    pub warmup: PromDuration,
+    /// Seed of the randomized detectors.
+    pub seed: u64,
+}
+
+impl Default for AnalysisConfig {
+    fn default() -> Self {
+        AnalysisConfig {
+            step: default_step(),
+            window: PromDuration(Duration::from_secs(3)),
+            stride: PromDuration(Duration::from_secs(1)),
+            delay: PromDuration(Duration::from_secs(1)),
+            baseline: PromDuration(Duration::from_secs(30 * 60)),
+            refit_every: PromDuration(Duration::from_secs(5 * 60)),
+            warmup: PromDuration(Duration::from_secs(5 * 60)),
+            seed: 42,
+        }
+    }
+}
+
+fn default_step() -> PromDuration {
+    PromDuration(Duration::from_millis(100))
+}
+
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct OutputsConfig {
+    pub remote_write: Option<RemoteWriteConfig>,
+    pub alertmanager: Option<AlertmanagerConfig>,
+    /// Directory for JSON-lines reports of flagged windows and episodes.
+    pub reports_dir: Option<PathBuf>,
+}
+
+with_http_client! {
+    pub struct RemoteWriteConfig {
+        /// e.g. `http://prometheus:9090/api/v1/write`.
+        pub url: String,
+    }
+}
+
+with_http_client! {
+    pub struct AlertmanagerConfig {
+        /// Alertmanager base URLs (`http://am:9093`); every alert goes to each.
+        pub urls: Vec<String>,
+        /// Open alerts are re-sent this often; `endsAt` is four intervals ahead, so an
+        /// alert whose analyzer died resolves on its own.
+        #[serde(default = "default_resend")]
+        pub resend_interval: PromDuration,
+        /// Alerts waiting for an unreachable Alertmanager; beyond this the oldest are dropped
+        /// (and counted).
+        #[serde(default = "default_queue")]
+        pub queue_capacity: usize,
+    }
+}
+
+fn default_resend() -> PromDuration {
+    PromDuration(Duration::from_secs(10))
+}
+fn default_queue() -> usize {
+    10_000
+}
+
+/// A refused configuration: where and why.
+#[derive(Debug, thiserror::Error)]
+#[error("{}{}: {msg}", file.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
+pub struct ConfigError {
+    pub file: PathBuf,
+    pub line: Option<usize>,
+    pub msg: String,
+}
+
+impl Config {
+    /// Reads, parses and checks a config file.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            file: path.to_path_buf(),
+            line: None,
+            msg: e.to_string(),
+        })?;
+        Config::parse(&text, path)
+    }
+
+    /// Parses and checks config text; `path` only names it in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        let config: Config = serde_yaml::from_str(text).map_err(|e| {
+            let line = e.location().map(|l| l.line());
+            let mut msg = e.to_string();
+            // serde_yaml appends " at line L column C"; the line is already in front.
+            if let Some(i) = msg.find(" at line ") {
+                msg.truncate(i);
+            }
+            ConfigError { file: path.to_path_buf(), line, msg }
+        })?;
+        config.check().map_err(|(key, msg)| ConfigError {
+            file: path.to_path_buf(),
+            line: locate(&key_lines(text), &key),
+            msg: format!("{key}: {msg}"),
+        })?;
+        Ok(config)
+    }
+
+    /// Semantic checks; the error names the key path (`analysis.window`, `metrics.2.subsystem`).
+    pub fn check(&self) -> Result<(), (String, String)> {
+        let err = |k: &str, m: String| Err((k.to_string(), m));
+        match (&self.source.prometheus, &self.source.scrape) {
+            (Some(p), None) => {
+                check_url(&p.url).or_else(|m| err("source.prometheus.url", m))?;
+                if !is_label_name(&p.host_label) {
+                    return err("source.prometheus.host_label", format!("{:?} is not a label name", p.host_label));
+                }
+                check_http(&p.http_client(), "source.prometheus")?;
+            }
+            (None, Some(s)) => {
+                if s.targets.is_empty() {
+                    return err("source.scrape.targets", "needs at least one target".into());
+                }
+                for (i, t) in s.targets.iter().enumerate() {
+                    check_url(t).or_else(|m| err(&format!("source.scrape.targets.{i}"), m))?;
+                }
+                if s.interval.0.is_zero() {
+                    return err("source.scrape.interval", "must be positive".into());
+                }
+                check_http(&s.http_client(), "source.scrape")?;
+            }
+            _ => return err("source", "set exactly one of prometheus and scrape".into()),
+        }
+        if self.metrics.is_empty() {
+            return err("metrics", "the metric set is empty".into());
+        }
+        for (i, m) in self.metrics.iter().enumerate() {
+            if m.expr.trim().is_empty() {
+                return err(&format!("metrics.{i}.expr"), "empty expression".into());
+            }
+            if !SUBSYSTEMS.contains(&m.subsystem.as_str()) {
+                return err(
+                    &format!("metrics.{i}.subsystem"),
+                    format!("{:?} is not one of {}", m.subsystem, SUBSYSTEMS.join(", ")),
+                );
+            }
+        }
+        let a = &self.analysis;
+        if a.step.0.is_zero() {
+            return err("analysis.step", "must be positive".into());
+        }
+        if a.stride.0.is_zero() {
+            return err("analysis.stride", "must be positive".into());
+        }
+        if a.window.0 < a.step.0 * 3 {
+            return err("analysis.window", format!("{} holds fewer than 3 steps of {}", a.window, a.step));
+        }
+        if a.window.0 < a.stride.0 {
+            return err(
+                "analysis.window",
+                format!("window {} is shorter than stride {}: data between windows would never be analyzed", a.window, a.stride),
+            );
+        }
+        if a.baseline.0 < a.window.0 {
+            return err("analysis.baseline", format!("{} is shorter than one window", a.baseline));
+        }
+        if a.warmup.0 > a.baseline.0 {
+            return err("analysis.warmup", format!("{} is longer than the baseline {}", a.warmup, a.baseline));
+        }
+        if a.warmup.0 < a.window.0 {
+            return err("analysis.warmup", format!("{} is shorter than one window", a.warmup));
+        }
+        if a.refit_every.0.is_zero() {
+            return err("analysis.refit_every", "must be positive".into());
+        }
+        if let Some(rw) = &self.outputs.remote_write {
+            check_url(&rw.url).or_else(|m| err("outputs.remote_write.url", m))?;
+            check_http(&rw.http_client(), "outputs.remote_write")?;
+        }
+        if let Some(am) = &self.outputs.alertmanager {
+            if am.urls.is_empty() {
+                return err("outputs.alertmanager.urls", "needs at least one URL".into());
+            }
+            for (i, u) in am.urls.iter().enumerate() {
+                check_url(u).or_else(|m| err(&format!("outputs.alertmanager.urls.{i}"), m))?;
+            }
+            if am.resend_interval.0.is_zero() {
+                return err("outputs.alertmanager.resend_interval", "must be positive".into());
+            }
+            if am.queue_capacity == 0 {
+                return err("outputs.alertmanager.queue_capacity", "must be positive".into());
+            }
+            check_http(&am.http_client(), "outputs.alertmanager")?;
+        }
+        Ok(())
+    }
+}
+
+fn check_http(c: &HttpClientConfig, prefix: &str) -> Result<(), (String, String)> {
+    c.check().map_err(|(k, m)| {
+        let key = match k {
+            "password_file" => format!("{prefix}.basic_auth.password_file"),
+            "credentials_file" | "type" => format!("{prefix}.authorization.{k}"),
+            _ => format!("{prefix}.{k}"),
+        };
+        (key, m)
+    })
+}
+
+fn check_url(u: &str) -> Result<(), String> {
+    let url = reqwest::Url::parse(u).map_err(|e| format!("{u:?} is not a URL: {e}"))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+        return Err(format!("{u:?} is not an http(s) URL with a host"));
+    }
+    Ok(())
+}
+
+fn is_label_name(s: &str) -> bool {
+    let mut c = s.chars();
+    c.next().is_some_and(|f| f.is_ascii_alphabetic() || f == '_')
+        && c.all(|x| x.is_ascii_alphanumeric() || x == '_')
+}
+
+/// The line of a key path, or of its nearest listed ancestor (a key left at its default has
+/// no line of its own, so the block that should hold it is named instead).
+fn locate(lines: &HashMap<String, usize>, path: &str) -> Option<usize> {
+    let mut p = path;
+    loop {
+        if let Some(l) = lines.get(p) {
+            return Some(*l);
+        }
+        p = &p[..p.rfind('.')?];
+    }
+}
+
+/// Maps dotted key paths (`outputs.alertmanager.urls.1`) to their 1-based lines in
+/// block-style YAML. Flow collections (`{a: 1}`) are not descended into; their key is
+/// reported instead, which is still the right line.
+pub fn key_lines(text: &str) -> HashMap<String, usize> {
+    enum Seg {
+        Key(String),
+        Item(usize),
+    }
+    let mut stack: Vec<(usize, Seg)> = Vec::new();
+    let mut next_item: HashMap<String, usize> = HashMap::new();
+    let mut out = HashMap::new();
+    let path_of = |stack: &[(usize, Seg)]| {
+        stack
+            .iter()
+            .map(|(_, s)| match s {
+                Seg::Key(k) => k.clone(),
+                Seg::Item(i) => i.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join(".")
+    };
+    for (n, raw) in text.lines().enumerate() {
+        let trimmed = raw.trim_start();
+        if trimmed.is_empty() || trimmed.starts_with('#') || trimmed.starts_with("---") {
+            continue;
+        }
+        let mut col = raw.len() - trimmed.len();
+        let mut rest = trimmed;
+        while rest == "-" || rest.starts_with("- ") {
+            // A sequence item; in compact style it sits at its parent key's column.
+            while stack.last().is_some_and(|(c, s)| *c > col || (*c == col && matches!(s, Seg::Item(_)))) {
+                stack.pop();
+            }
+            let parent = path_of(&stack);
+            let idx = next_item.entry(parent).or_insert(0);
+            stack.push((col, Seg::Item(*idx)));
+            *idx += 1;
+            out.entry(path_of(&stack)).or_insert(n + 1);
+            let after = rest[1..].trim_start();
+            col += rest.len() - after.len();
+            rest = after;
+        }
+        if let Some(key) = mapping_key(rest) {
+            while stack.last().is_some_and(|(c, _)| *c >= col) {
+                stack.pop();
+            }
+            stack.push((col, Seg::Key(key)));
+            out.entry(path_of(&stack)).or_insert(n + 1);
+        }
+    }
+    out
+}
+
+/// `key:` or `key: value` → `key` (quotes stripped); anything else → None.
+fn mapping_key(s: &str) -> Option<String> {
+    let i = s.find(": ").or_else(|| s.strip_suffix(':').map(|k| k.len()))?;
+    let k = s[..i].trim().trim_matches(|c| c == '"' || c == '\'');
+    (!k.is_empty() && !k.starts_with(['{', '[', '#'])).then(|| k.to_string())
+}
+
+#[cfg(test)]
+mod tests;

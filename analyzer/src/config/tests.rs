@@ -1,0 +1,135 @@
+use super::*;
+
+const EXAMPLE: &str = include_str!("../../examples/analyzer.yml");
+
+fn minimal() -> String {
+    "source:\n  prometheus:\n    url: http://127.0.0.1:9090\nmetrics:\n  - expr: up\n    subsystem: cpu\n".to_string()
+}
+
+fn refused(text: &str) -> ConfigError {
+    Config::parse(text, Path::new("cfg.yml")).expect_err("config accepted")
+}
+
+#[test]
+fn example_config_loads_with_every_section() {
+    let c = Config::parse(EXAMPLE, Path::new("analyzer.yml")).unwrap();
+    let p = c.source.prometheus.as_ref().unwrap();
+    assert_eq!(p.host_label, "instance");
+    assert_eq!(c.analysis.window.0, Duration::from_secs(3));
+    assert_eq!(c.outputs.alertmanager.unwrap().urls, vec!["http://127.0.0.1:9093"]);
+    assert!(c.metrics.len() > 5);
+    assert_eq!(c.metrics[0].channel_name(), "reveal_cpu_time_seconds_total");
+}
+
+#[test]
+fn defaults_apply_to_a_minimal_config() {
+    let c = Config::parse(&minimal(), Path::new("m.yml")).unwrap();
+    assert_eq!(c.analysis, AnalysisConfig::default());
+    assert_eq!(c.analysis.step.0, Duration::from_millis(100));
+    assert_eq!(c.analysis.baseline.0, Duration::from_secs(1800));
+    assert_eq!(c.source.prometheus.unwrap().host_label, "instance");
+    assert_eq!(c.listen_address.port(), 19191);
+    assert!(c.outputs.remote_write.is_none());
+}
+
+#[test]
+fn unknown_key_is_refused_with_file_and_line() {
+    let text = minimal().replace("    url:", "    urll: x\n    url:");
+    let e = refused(&text);
+    assert_eq!(e.line, Some(3));
+    assert!(e.msg.contains("unknown field `urll`"), "{}", e.msg);
+    assert!(e.to_string().starts_with("cfg.yml:3: "), "{e}");
+}
+
+#[test]
+fn type_errors_carry_the_line() {
+    let e = refused(&(minimal() + "analysis:\n  window: three seconds\n"));
+    assert_eq!(e.line, Some(8), "{e}");
+    assert!(e.msg.contains("not a duration"), "{e}");
+    let e = refused(&(minimal() + "listen_address: nowhere\n"));
+    assert_eq!(e.line, Some(7), "{e}");
+}
+
+#[test]
+fn window_shorter_than_stride_names_the_window_line() {
+    let e = refused(&(minimal() + "analysis:\n  stride: 5s\n  window: 2s\n"));
+    assert_eq!(e.line, Some(9), "{e}");
+    assert!(e.msg.starts_with("analysis.window:"), "{e}");
+    assert!(e.msg.contains("shorter than stride 5s"), "{e}");
+}
+
+#[test]
+fn semantic_errors_in_lists_point_at_the_item() {
+    let text = minimal() + "  - expr: up\n    subsystem: disk\n";
+    let e = refused(&text);
+    assert_eq!(e.line, Some(8), "{e}");
+    assert!(e.msg.contains("metrics.1.subsystem"), "{e}");
+}
+
+#[test]
+fn missing_and_conflicting_sources_are_refused() {
+    let e = refused("metrics:\n  - expr: up\n    subsystem: cpu\n");
+    assert!(e.msg.contains("missing field `source`"), "{e}");
+    let both = minimal().replace("source:\n", "source:\n  scrape:\n    targets: [http://h:1/metrics]\n");
+    let e = refused(&both);
+    assert_eq!(e.line, Some(1), "{e}");
+    assert!(e.msg.contains("exactly one"), "{e}");
+}
+
+#[test]
+fn conflicting_credentials_are_refused() {
+    let text = minimal().replace(
+        "    url: http://127.0.0.1:9090\n",
+        "    url: http://127.0.0.1:9090\n    bearer_token: a\n    basic_auth:\n      username: u\n",
+    );
+    let e = refused(&text);
+    assert!(e.msg.contains("at most one"), "{e}");
+    let text = minimal().replace(
+        "    url: http://127.0.0.1:9090\n",
+        "    url: http://127.0.0.1:9090\n    basic_auth:\n      username: u\n      password: p\n      password_file: /f\n",
+    );
+    let e = refused(&text);
+    assert_eq!(e.line, Some(7), "{e}");
+}
+
+#[test]
+fn bad_urls_are_refused() {
+    let e = refused(&minimal().replace("http://127.0.0.1:9090", "localhost:9090"));
+    assert_eq!(e.line, Some(3), "{e}");
+    assert!(e.msg.contains("source.prometheus.url"), "{e}");
+}
+
+#[test]
+fn load_names_a_missing_file() {
+    let e = Config::load(Path::new("/nonexistent/analyzer.yml")).unwrap_err();
+    assert!(e.to_string().starts_with("/nonexistent/analyzer.yml: "), "{e}");
+}
+
+#[test]
+fn key_lines_handles_compact_and_indented_lists() {
+    let text = "a:\n  b: 1\n  c:\n  - x: 1\n    y: 2\n  - x: 3\nd:\n    - 1\n    - {k: v}\n";
+    let l = key_lines(text);
+    assert_eq!(l["a.b"], 2);
+    assert_eq!(l["a.c.0.y"], 5);
+    assert_eq!(l["a.c.1.x"], 6);
+    assert_eq!(l["d.1"], 9);
+}
+
+#[test]
+fn channel_names_skip_functions_keywords_and_labels() {
+    let name = |e: &str| MetricSpec { expr: e.into(), name: None, subsystem: "cpu".into(), kind: None }.channel_name();
+    assert_eq!(name("rate(foo_total[1s])"), "foo_total");
+    assert_eq!(name("sum by (mode) (rate(bar_total{mode=\"idle\"}[5m]))"), "bar_total");
+    assert_eq!(name("1e3 * baz"), "baz");
+    assert_eq!(name("{__name__=~\"x.*\"}"), "{__name__=~\"x.*\"}");
+    let named = MetricSpec { expr: "up".into(), name: Some("alive".into()), subsystem: "cpu".into(), kind: None };
+    assert_eq!(named.channel_name(), "alive");
+}
+
+#[test]
+fn garbage_never_panics() {
+    for text in ["", ":", "- - -", "source: [", "\u{0}", "metrics: 5", "a:\n\t- b", "- : :\n  - :"] {
+        let _ = Config::parse(text, Path::new("g.yml"));
+        let _ = key_lines(text);
+    }
+}

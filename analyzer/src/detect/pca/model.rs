@@ -1,0 +1,358 @@
+use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis};
+
+use super::{Components, PcaParams, PcaScore, Solver};
+use crate::detect::linalg::{randomized_pca, symmetric_eigen};
+use crate::detect::scale::{median_spread, Scaler};
+use crate::detect::{percentile, Attribution, ColumnStatus, Detector};
+
+/// Above this many used features, `Signal` components use the randomized solver.
+const FULL_EIGEN_MAX_FEATURES: usize = 400;
+/// Extra sketch columns of the randomized solver beyond the wanted rank.
+const OVERSAMPLE: usize = 10;
+/// A component whose variance is below this fraction of the total is
+/// numerically null; whitening by it would amplify rounding noise.
+const NULL_VARIANCE: f64 = 1e-12;
+
+/// A fitted PCA detector.
+#[derive(Debug, Clone)]
+pub struct PcaModel {
+    scaler: Scaler,
+    score_kind: PcaScore,
+    /// Mean of the standardized used columns (PCA centres its input).
+    mean: Array1<f64>,
+    /// Kept components as rows (k × used columns), unit length.
+    components: Array2<f64>,
+    /// Variance of each kept component (divisor n − 1, as scikit-learn).
+    variances: Array1<f64>,
+    /// Residual centre and scale per used column (`TopK` only); a scale of
+    /// 0 leaves the column's residual out (fully explained by the components).
+    residual: Option<(Array1<f64>, Array1<f64>)>,
+    threshold: f64,
+}
+
+impl PcaModel {
+    pub(super) fn fit(p: &PcaParams, scaler: Scaler, x: ArrayView2<f64>) -> PcaModel {
+        let mut z = scaler.transform(x);
+        let (n, q) = z.dim();
+        let mean = z.mean_axis(Axis(0)).expect("at least one row");
+        z -= &mean;
+        let denom = (n - 1) as f64;
+        let total: f64 = z.iter().map(|v| v * v).sum::<f64>() / denom;
+
+        let (values, vectors) = match p.components {
+            Components::Variance(_) => full_eigen(&z, denom),
+            Components::Signal { max_rank } => {
+                let rank = max_rank.min(q).min(n - 1);
+                match p.solver {
+                    Solver::Randomized { power_iters } if q > FULL_EIGEN_MAX_FEATURES => {
+                        randomized_pca(z.view(), rank, OVERSAMPLE, power_iters, p.seed)
+                    }
+                    _ => full_eigen(&z, denom),
+                }
+            }
+        };
+        let keep = match p.components {
+            Components::Variance(f) => variance_rank(&values, total, f),
+            Components::Signal { max_rank } => signal_rank(&values, total, q, n, max_rank),
+        };
+        // Leave out numerically null directions.
+        let keep = values
+            .iter()
+            .take(keep)
+            .take_while(|&&v| v > NULL_VARIANCE * total)
+            .count();
+        let components = vectors.slice_axis(Axis(0), (0..keep).into()).to_owned();
+        let variances = values.slice_axis(Axis(0), (0..keep).into()).to_owned();
+
+        let mut model = PcaModel {
+            scaler,
+            score_kind: p.score,
+            mean,
+            components,
+            variances,
+            residual: None,
+            threshold: 0.0,
+        };
+        if let PcaScore::TopK(_) = p.score {
+            let r = model.residuals(z.view());
+            let mut center = Array1::zeros(q);
+            let mut scale = Array1::zeros(q);
+            let mut buf = Vec::with_capacity(n);
+            for (j, col) in r.axis_iter(Axis(1)).enumerate() {
+                buf.clear();
+                buf.extend(col.iter().copied());
+                let (c, s) = median_spread(&mut buf);
+                center[j] = c;
+                // A residual at rounding level means the feature is a
+                // combination of others: nothing of its own to watch.
+                scale[j] = if s > 1e-9 { s } else { 0.0 };
+            }
+            model.residual = Some((center, scale));
+        }
+        let scores = model.scores_centered(z.view());
+        model.threshold = percentile(&scores.to_vec(), p.threshold_percentile);
+        model
+    }
+
+    /// Number of kept components.
+    pub fn n_components(&self) -> usize {
+        self.variances.len()
+    }
+
+    /// Variance of each kept component.
+    pub fn variances(&self) -> ArrayView1<'_, f64> {
+        self.variances.view()
+    }
+
+    fn center(&self, x: ArrayView2<f64>) -> Array2<f64> {
+        let mut z = self.scaler.transform(x);
+        z -= &self.mean;
+        z
+    }
+
+    /// Off-subspace part of centred rows.
+    fn residuals(&self, zc: ArrayView2<f64>) -> Array2<f64> {
+        let t = zc.dot(&self.components.t());
+        &zc - &t.dot(&self.components)
+    }
+
+    /// Whitened component scores tₖ/√λₖ of centred rows.
+    fn whitened(&self, zc: ArrayView2<f64>) -> Array2<f64> {
+        let mut t = zc.dot(&self.components.t());
+        let inv = self.variances.mapv(|v| 1.0 / v.sqrt());
+        t *= &inv;
+        t
+    }
+
+    /// Standardized residuals (0 where the residual is left out).
+    fn residual_z(&self, zc: ArrayView2<f64>) -> Array2<f64> {
+        let (center, scale) = self
+            .residual
+            .as_ref()
+            .expect("TopK model has residual stats");
+        let mut r = self.residuals(zc);
+        for mut row in r.rows_mut() {
+            for ((v, &c), &s) in row.iter_mut().zip(center).zip(scale) {
+                *v = if s > 0.0 { (*v - c) / s } else { 0.0 };
+            }
+        }
+        r
+    }
+
+    fn scores_centered(&self, zc: ArrayView2<f64>) -> Array1<f64> {
+        let w = self.whitened(zc);
+        match self.score_kind {
+            PcaScore::Mahalanobis => w.rows().into_iter().map(|r| r.dot(&r).sqrt()).collect(),
+            PcaScore::TopK(k) => {
+                let rz = self.residual_z(zc);
+                let mut buf = Vec::with_capacity(w.ncols() + rz.ncols());
+                w.rows()
+                    .into_iter()
+                    .zip(rz.rows())
+                    .map(|(a, b)| {
+                        buf.clear();
+                        buf.extend(a.iter().chain(b.iter()).map(|v| v.abs()));
+                        top_k_mean(&mut buf, k)
+                    })
+                    .collect()
+            }
+        }
+    }
+
+    /// Per used column: its part in the score of one centred row (≥ 0).
+    fn parts(&self, zc: ArrayView1<f64>) -> Array1<f64> {
+        let zc2 = zc.insert_axis(Axis(0));
+        let w = self.whitened(zc2);
+        let w = w.row(0);
+        match self.score_kind {
+            // T² = Σⱼ zⱼ·(Σₖ Vₖⱼ tₖ/λₖ): each feature's term of the distance.
+            PcaScore::Mahalanobis => {
+                let inv = self.variances.mapv(|v| 1.0 / v.sqrt());
+                let weights = (&w * &inv).dot(&self.components);
+                (&zc * &weights).mapv(f64::abs)
+            }
+            // Each selected item's |value|, a residual to its own feature, a
+            // component spread over features by |Vₖⱼ zⱼ|.
+            PcaScore::TopK(k) => {
+                let rz = self.residual_z(zc2);
+                let mut items: Vec<(usize, f64)> = w
+                    .iter()
+                    .chain(rz.row(0).iter())
+                    .map(|v| v.abs())
+                    .enumerate()
+                    .collect();
+                let k = k.min(items.len());
+                if k > 0 && k < items.len() {
+                    items.select_nth_unstable_by(k - 1, |a, b| b.1.total_cmp(&a.1));
+                }
+                let nc = w.len();
+                let mut parts = Array1::zeros(zc.len());
+                for &(i, v) in &items[..k] {
+                    if i >= nc {
+                        parts[i - nc] += v;
+                    } else {
+                        let spread = (&self.components.row(i) * &zc).mapv(f64::abs);
+                        let total = spread.sum();
+                        if total > 0.0 {
+                            parts.scaled_add(v / total, &spread);
+                        }
+                    }
+                }
+                parts
+            }
+        }
+    }
+}
+
+fn full_eigen(z: &Array2<f64>, denom: f64) -> (Array1<f64>, Array2<f64>) {
+    let cov = z.t().dot(z) / denom;
+    symmetric_eigen(cov.view())
+}
+
+/// scikit-learn's rule: the smallest k whose cumulative explained variance
+/// ratio exceeds `fraction` (`searchsorted(cumsum, f, side="right") + 1`).
+fn variance_rank(values: &Array1<f64>, total: f64, fraction: f64) -> usize {
+    let mut cum = 0.0;
+    for (i, v) in values.iter().enumerate() {
+        cum += v / total;
+        if cum > fraction {
+            return i + 1;
+        }
+    }
+    values.len()
+}
+
+/// Components above the Marchenko–Pastur noise edge (see `Components::Signal`).
+fn signal_rank(values: &Array1<f64>, total: f64, q: usize, n: usize, max_rank: usize) -> usize {
+    let l = values.len().min(max_rank);
+    let noise = if q > l {
+        (total - values.iter().take(l).sum::<f64>()).max(0.0) / (q - l) as f64
+    } else {
+        let mut v = values.to_vec();
+        crate::detect::scale::median(&mut v)
+    };
+    let edge = noise * (1.0 + (q as f64 / n as f64).sqrt()).powi(2);
+    values.iter().take(l).take_while(|&&v| v > edge).count()
+}
+
+fn top_k_mean(v: &mut [f64], k: usize) -> f64 {
+    let k = k.min(v.len());
+    if k == 0 {
+        return 0.0;
+    }
+    if k < v.len() {
+        v.select_nth_unstable_by(k - 1, |a, b| b.total_cmp(a));
+    }
+    v[..k].iter().sum::<f64>() / k as f64
+}
+
+impl Detector for PcaModel {
+    fn name(&self) -> &'static str {
+        "pca"
+    }
+
+    fn n_features(&self) -> usize {
+        self.scaler.n_features()
+    }
+
+    fn score(&self, x: ArrayView1<f64>) -> f64 {
+        assert_eq!(x.len(), self.n_features(), "row width");
+        self.score_many(x.insert_axis(Axis(0)))[0]
+    }
+
+    fn score_many(&self, x: ArrayView2<f64>) -> Array1<f64> {
+        assert_eq!(x.ncols(), self.n_features(), "row width");
+        self.scores_centered(self.center(x).view())
+    }
+
+    fn threshold(&self) -> f64 {
+        self.threshold
+    }
+
+    fn attribute(&self, x: ArrayView1<f64>, top_k: usize) -> Vec<Attribution> {
+        assert_eq!(x.len(), self.n_features(), "row width");
+        let zc = self.center(x.insert_axis(Axis(0)));
+        let parts = self.parts(zc.row(0));
+        let total = parts.sum();
+        let used = self.scaler.used();
+        let mut out: Vec<Attribution> = parts
+            .iter()
+            .enumerate()
+            .filter(|(_, &p)| p > 0.0)
+            .map(|(k, &p)| Attribution {
+                feature: used[k],
+                contribution: if total > 0.0 { p / total } else { 0.0 },
+                z: self.scaler.z(k, x[used[k]]),
+            })
+            .collect();
+        out.sort_by(|a, b| b.contribution.total_cmp(&a.contribution));
+        out.truncate(top_k);
+        out
+    }
+
+    fn columns(&self) -> &[ColumnStatus] {
+        self.scaler.status()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::detect::linalg::standard_normal;
+    use crate::detect::pca::PcaParams;
+    use crate::detect::Fit;
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    /// 400 windows, 30 features driven by 2 factors plus small noise.
+    fn correlated() -> Array2<f64> {
+        let mut rng = ChaCha8Rng::seed_from_u64(11);
+        let f = Array2::from_shape_fn((400, 2), |_| standard_normal(&mut rng));
+        let l = Array2::from_shape_fn((2, 30), |_| standard_normal(&mut rng));
+        let e = Array2::from_shape_fn((400, 30), |_| 0.2 * standard_normal(&mut rng));
+        f.dot(&l) + e
+    }
+
+    #[test]
+    fn literal_keeps_95_percent_and_scores_mahalanobis() {
+        let x = correlated();
+        let m = PcaParams::literal().fit(x.view()).unwrap();
+        let var = m.variances();
+        assert!(m.n_components() >= 2);
+        // Mahalanobis over whitened scores: the baseline's mean squared score
+        // is the number of components (E[tₖ²/λₖ] = 1 with divisor n − 1).
+        let s = m.score_many(x.view());
+        let mean_sq = s.mapv(|v| v * v).sum() / 399.0;
+        assert!((mean_sq - var.len() as f64).abs() < 1e-6, "{mean_sq}");
+    }
+
+    #[test]
+    fn default_sees_a_broken_correlation_and_names_it() {
+        let x = correlated();
+        let m = PcaParams::default().fit(x.view()).unwrap();
+        assert!(m.n_components() >= 2);
+        let mut row = x.row(7).to_owned();
+        // Moves feature 4 by 1 marginal σ: small alone, large off the factors.
+        let sd = x.column(4).std(0.0);
+        row[4] += 1.5 * sd;
+        assert!(m.flags(row.view()));
+        assert_eq!(m.attribute(row.view(), 3)[0].feature, 4);
+        let lit = PcaParams::literal().fit(x.view()).unwrap();
+        let a = lit.attribute(row.view(), 3);
+        assert!(a[0].contribution > 0.0 && a[0].contribution <= 1.0);
+    }
+
+    #[test]
+    fn nan_and_constant_columns_never_give_nan() {
+        let mut x = correlated();
+        x.column_mut(3).fill(2.0);
+        x.column_mut(5).fill(f64::NAN);
+        for p in [PcaParams::literal(), PcaParams::default()] {
+            let m = p.fit(x.view()).unwrap();
+            assert_eq!(m.columns()[3], ColumnStatus::Constant);
+            let row = Array1::from_elem(30, f64::NAN);
+            assert!(m.score(row.view()).is_finite());
+            assert!(m.score_many(x.view()).iter().all(|v| v.is_finite()));
+        }
+    }
+}

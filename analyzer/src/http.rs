@@ -1,0 +1,547 @@
+//! The one outgoing HTTP client of the analyzer (Prometheus queries, remote write, Alertmanager),
+//! configured the way Prometheus configures its own clients (`http_config` in the Prometheus
+//! docs: <https://prometheus.io/docs/prometheus/latest/configuration/configuration/#http_config>):
+//! basic auth, bearer token, `authorization`, secrets read from `*_file`, and `tls_config`.
+//!
+//! TLS is rustls with the `ring` provider, built here rather than by reqwest so that
+//! `server_name` and `insecure_skip_verify` mean exactly what they mean in Prometheus.
+//! Secret files are re-read on every request, as Prometheus does, so a rotated token is
+//! picked up without a restart.
+
+use std::hash::{BuildHasher, Hasher};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::header::{HeaderValue, AUTHORIZATION};
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::WebPkiServerVerifier;
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::{DigitallySignedStruct, RootCertStore, SignatureScheme};
+use serde::Deserialize;
+
+use crate::config::PromDuration;
+
+/// A secret string from the config file; never printed.
+#[derive(Clone, Default, Deserialize, PartialEq)]
+#[serde(transparent)]
+pub struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<secret>")
+    }
+}
+
+/// `basic_auth` block: `password` and `password_file` are mutually exclusive.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct BasicAuth {
+    pub username: String,
+    pub password: Option<Secret>,
+    pub password_file: Option<PathBuf>,
+}
+
+/// `authorization` block: `Authorization: <type> <credentials>`, type defaults to `Bearer`.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Authorization {
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub credentials: Option<Secret>,
+    pub credentials_file: Option<PathBuf>,
+}
+
+/// `tls_config` block.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TlsConfig {
+    /// PEM bundle of CAs to trust instead of the system's roots.
+    pub ca_file: Option<PathBuf>,
+    /// Client certificate (PEM) for mutual TLS; needs `key_file`.
+    pub cert_file: Option<PathBuf>,
+    pub key_file: Option<PathBuf>,
+    /// Name the server certificate is checked against, when it differs from the URL's host.
+    pub server_name: Option<String>,
+    /// Accept any server certificate (signatures are still checked). For tests only.
+    #[serde(default)]
+    pub insecure_skip_verify: bool,
+}
+
+/// Settings shared by every outgoing connection.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct HttpClientConfig {
+    pub basic_auth: Option<BasicAuth>,
+    pub bearer_token: Option<Secret>,
+    pub bearer_token_file: Option<PathBuf>,
+    pub authorization: Option<Authorization>,
+    #[serde(default)]
+    pub tls_config: TlsConfig,
+    /// Whole-request timeout.
+    #[serde(default = "default_timeout")]
+    pub timeout: PromDuration,
+    #[serde(default = "default_connect_timeout")]
+    pub connect_timeout: PromDuration,
+}
+
+fn default_timeout() -> PromDuration {
+    PromDuration(Duration::from_secs(10))
+}
+fn default_connect_timeout() -> PromDuration {
+    PromDuration(Duration::from_secs(3))
+}
+
+impl Default for HttpClientConfig {
+    fn default() -> Self {
+        HttpClientConfig {
+            basic_auth: None,
+            bearer_token: None,
+            bearer_token_file: None,
+            authorization: None,
+            tls_config: TlsConfig::default(),
+            timeout: default_timeout(),
+            connect_timeout: default_connect_timeout(),
+        }
+    }
+}
+
+impl HttpClientConfig {
+    /// Semantic checks Prometheus also makes; the message names the offending key.
+    pub fn check(&self) -> Result<(), (&'static str, String)> {
+        let schemes = [
+            self.basic_auth.is_some(),
+            self.bearer_token.is_some() || self.bearer_token_file.is_some(),
+            self.authorization.is_some(),
+        ];
+        if schemes.iter().filter(|s| **s).count() > 1 {
+            return Err((
+                "authorization",
+                "at most one of basic_auth, bearer_token/bearer_token_file and authorization may be set".into(),
+            ));
+        }
+        if self.bearer_token.is_some() && self.bearer_token_file.is_some() {
+            return Err(("bearer_token_file", "bearer_token and bearer_token_file are mutually exclusive".into()));
+        }
+        if let Some(b) = &self.basic_auth {
+            if b.password.is_some() && b.password_file.is_some() {
+                return Err(("password_file", "basic_auth password and password_file are mutually exclusive".into()));
+            }
+        }
+        if let Some(a) = &self.authorization {
+            if a.credentials.is_some() && a.credentials_file.is_some() {
+                return Err(("credentials_file", "authorization credentials and credentials_file are mutually exclusive".into()));
+            }
+            if a.kind.as_deref().is_some_and(|k| k.eq_ignore_ascii_case("basic")) {
+                return Err(("type", "authorization type Basic is not allowed; use basic_auth".into()));
+            }
+        }
+        let t = &self.tls_config;
+        if t.cert_file.is_some() != t.key_file.is_some() {
+            return Err(("tls_config", "cert_file and key_file must be set together".into()));
+        }
+        if self.timeout.0.is_zero() {
+            return Err(("timeout", "timeout must be positive".into()));
+        }
+        Ok(())
+    }
+}
+
+/// Errors of outgoing requests, kept apart by what the caller does about them.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpError {
+    /// The client could not be built (bad certificate, unreadable key): a config problem.
+    #[error("http client setup: {0}")]
+    Setup(String),
+    /// A secret file could not be read at request time.
+    #[error("reading {path}: {source}")]
+    SecretFile { path: PathBuf, source: std::io::Error },
+    /// Connection refused, reset, timed out: worth retrying.
+    #[error("request to {url}: {msg}")]
+    Transport { url: String, msg: String },
+    /// The server answered with a non-success status.
+    #[error("{url} answered {status}: {body}")]
+    Status { url: String, status: u16, body: String },
+}
+
+impl HttpError {
+    /// Whether retrying the same request later may succeed (transport problems, 429, 5xx).
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            HttpError::Transport { .. } => true,
+            HttpError::Status { status, .. } => *status == 429 || *status >= 500,
+            HttpError::Setup(_) | HttpError::SecretFile { .. } => false,
+        }
+    }
+
+    pub(crate) fn transport(url: &str, e: reqwest::Error) -> Self {
+        // reqwest's Display hides the cause ("error sending request"); the chain says why.
+        let mut msg = e.to_string();
+        let mut src = std::error::Error::source(&e);
+        while let Some(s) = src {
+            msg.push_str(": ");
+            msg.push_str(&s.to_string());
+            src = s.source();
+        }
+        HttpError::Transport { url: url.to_string(), msg }
+    }
+}
+
+/// A reqwest client plus the auth settings applied to every request.
+#[derive(Clone, Debug)]
+pub struct HttpClient {
+    inner: reqwest::Client,
+    config: Arc<HttpClientConfig>,
+}
+
+impl HttpClient {
+    pub fn new(config: &HttpClientConfig) -> Result<Self, HttpError> {
+        let tls = rustls_config(&config.tls_config)?;
+        let inner = reqwest::Client::builder()
+            .use_preconfigured_tls(tls)
+            .timeout(config.timeout.0)
+            .connect_timeout(config.connect_timeout.0)
+            .user_agent(concat!("reveal-analyzer/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| HttpError::Setup(e.to_string()))?;
+        Ok(HttpClient { inner, config: Arc::new(config.clone()) })
+    }
+
+    /// A request with the configured credentials attached.
+    pub fn request(&self, method: reqwest::Method, url: &str) -> Result<reqwest::RequestBuilder, HttpError> {
+        let mut rb = self.inner.request(method, url);
+        if let Some(value) = auth_header(&self.config)? {
+            rb = rb.header(AUTHORIZATION, value);
+        }
+        Ok(rb)
+    }
+
+    /// Sends a request and returns the body of a 2xx answer; other statuses become
+    /// [`HttpError::Status`] with the start of the body for the log.
+    pub async fn send(&self, url: &str, rb: reqwest::RequestBuilder) -> Result<Vec<u8>, HttpError> {
+        let resp = rb.send().await.map_err(|e| HttpError::transport(url, e))?;
+        let status = resp.status();
+        let body = resp.bytes().await.map_err(|e| HttpError::transport(url, e))?;
+        if !status.is_success() {
+            let text = String::from_utf8_lossy(&body[..body.len().min(512)]).into_owned();
+            return Err(HttpError::Status { url: url.to_string(), status: status.as_u16(), body: text });
+        }
+        Ok(body.to_vec())
+    }
+}
+
+fn read_secret(path: &Path) -> Result<String, HttpError> {
+    std::fs::read_to_string(path)
+        .map(|s| s.trim().to_string())
+        .map_err(|source| HttpError::SecretFile { path: path.to_path_buf(), source })
+}
+
+/// The `Authorization` header value for the configured scheme, reading secret files now.
+pub fn auth_header(c: &HttpClientConfig) -> Result<Option<HeaderValue>, HttpError> {
+    let value = if let Some(b) = &c.basic_auth {
+        let password = match (&b.password, &b.password_file) {
+            (Some(p), _) => p.0.clone(),
+            (None, Some(f)) => read_secret(f)?,
+            (None, None) => String::new(),
+        };
+        format!("Basic {}", base64(format!("{}:{}", b.username, password).as_bytes()))
+    } else if let Some(t) = &c.bearer_token {
+        format!("Bearer {}", t.0)
+    } else if let Some(f) = &c.bearer_token_file {
+        format!("Bearer {}", read_secret(f)?)
+    } else if let Some(a) = &c.authorization {
+        let credentials = match (&a.credentials, &a.credentials_file) {
+            (Some(s), _) => s.0.clone(),
+            (None, Some(f)) => read_secret(f)?,
+            (None, None) => String::new(),
+        };
+        format!("{} {}", a.kind.as_deref().unwrap_or("Bearer"), credentials)
+    } else {
+        return Ok(None);
+    };
+    let mut hv = HeaderValue::from_str(&value)
+        .map_err(|_| HttpError::Setup("credentials contain characters not allowed in a header".into()))?;
+    hv.set_sensitive(true);
+    Ok(Some(hv))
+}
+
+/// Standard base64 with padding (RFC 4648 §4); small enough not to warrant a dependency.
+pub fn base64(input: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(input.len().div_ceil(3) * 4);
+    for chunk in input.chunks(3) {
+        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(A[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+fn setup<E: std::fmt::Display>(what: &str, path: &Path) -> impl FnOnce(E) -> HttpError {
+    let what = format!("{what} {}", path.display());
+    move |e| HttpError::Setup(format!("{what}: {e}"))
+}
+
+/// Builds the rustls client configuration for one `tls_config` block.
+pub fn rustls_config(t: &TlsConfig) -> Result<rustls::ClientConfig, HttpError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut roots = RootCertStore::empty();
+    if let Some(ca) = &t.ca_file {
+        let certs = CertificateDer::pem_file_iter(ca).map_err(setup("reading ca_file", ca))?;
+        for cert in certs {
+            let cert = cert.map_err(setup("parsing ca_file", ca))?;
+            roots.add(cert).map_err(setup("adding CA from", ca))?;
+        }
+        if roots.is_empty() {
+            return Err(HttpError::Setup(format!("ca_file {} holds no certificate", ca.display())));
+        }
+    } else {
+        // Unreadable individual system certificates are skipped, as every TLS client does.
+        for cert in rustls_native_certs::load_native_certs().certs {
+            let _ = roots.add(cert);
+        }
+    }
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| HttpError::Setup(e.to_string()))?;
+    let verifier: Arc<dyn ServerCertVerifier> = if t.insecure_skip_verify {
+        Arc::new(AcceptAnyCert(provider.clone()))
+    } else {
+        let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+            .build()
+            .map_err(|e| HttpError::Setup(format!("no usable CA certificate: {e}")))?;
+        match &t.server_name {
+            Some(name) => {
+                let name = ServerName::try_from(name.clone())
+                    .map_err(|e| HttpError::Setup(format!("server_name {name:?}: {e}")))?;
+                Arc::new(FixedName { inner: webpki, name })
+            }
+            None => webpki,
+        }
+    };
+    let builder = builder.dangerous().with_custom_certificate_verifier(verifier);
+    let mut config = match (&t.cert_file, &t.key_file) {
+        (Some(cert), Some(key)) => {
+            let chain = CertificateDer::pem_file_iter(cert)
+                .map_err(setup("reading cert_file", cert))?
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(setup("parsing cert_file", cert))?;
+            let key_der = PrivateKeyDer::from_pem_file(key).map_err(setup("reading key_file", key))?;
+            builder
+                .with_client_auth_cert(chain, key_der)
+                .map_err(setup("using client certificate", cert))?
+        }
+        _ => builder.with_no_client_auth(),
+    };
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(config)
+}
+
+/// Checks the certificate against `server_name` instead of the URL's host.
+#[derive(Debug)]
+struct FixedName {
+    inner: Arc<WebPkiServerVerifier>,
+    name: ServerName<'static>,
+}
+
+impl ServerCertVerifier for FixedName {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        _url_host: &ServerName<'_>,
+        ocsp: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        self.inner.verify_server_cert(end_entity, intermediates, &self.name, ocsp, now)
+    }
+    fn verify_tls12_signature(
+        &self,
+        m: &[u8],
+        c: &CertificateDer<'_>,
+        d: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(m, c, d)
+    }
+    fn verify_tls13_signature(
+        &self,
+        m: &[u8],
+        c: &CertificateDer<'_>,
+        d: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(m, c, d)
+    }
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
+}
+
+/// `insecure_skip_verify`: any certificate chain, but the handshake signature must still be
+/// valid for the presented key (so the connection is at least not trivially spoofable).
+#[derive(Debug)]
+struct AcceptAnyCert(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for AcceptAnyCert {
+    fn verify_server_cert(
+        &self,
+        _: &CertificateDer<'_>,
+        _: &[CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+    fn verify_tls12_signature(
+        &self,
+        m: &[u8],
+        c: &CertificateDer<'_>,
+        d: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(m, c, d, &self.0.signature_verification_algorithms)
+    }
+    fn verify_tls13_signature(
+        &self,
+        m: &[u8],
+        c: &CertificateDer<'_>,
+        d: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(m, c, d, &self.0.signature_verification_algorithms)
+    }
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// Exponential back-off with jitter: attempt `n` waits a random time in
+/// `[d/2, d]` where `d = min(initial · 2ⁿ, max)` ("equal jitter"), so many analyzers
+/// retrying the same server spread out while each still backs off.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Backoff {
+    pub initial: Duration,
+    pub max: Duration,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff { initial: Duration::from_millis(200), max: Duration::from_secs(30) }
+    }
+}
+
+impl Backoff {
+    pub fn delay(&self, attempt: u32) -> Duration {
+        let cap = self.initial.saturating_mul(1u32 << attempt.min(20)).min(self.max);
+        let half = cap / 2;
+        half + half.mul_f64(unit_random())
+    }
+}
+
+/// A uniform number in [0, 1) from the std hasher's per-instance random keys; jitter does not
+/// need a seeded or cryptographic generator.
+fn unit_random() -> f64 {
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(0x5eed);
+    (h.finish() >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// Runs `op` up to `attempts` times, sleeping by `backoff` between retryable failures.
+pub async fn retry<T, F, Fut>(backoff: Backoff, attempts: u32, mut op: F) -> Result<T, HttpError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, HttpError>>,
+{
+    let mut attempt = 0;
+    loop {
+        match op().await {
+            Ok(v) => return Ok(v),
+            Err(e) if e.is_retryable() && attempt + 1 < attempts => {
+                tracing::debug!(error = %e, attempt, "retrying");
+                tokio::time::sleep(backoff.delay(attempt)).await;
+                attempt += 1;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_matches_rfc4648_vectors() {
+        let cases = [("", ""), ("f", "Zg=="), ("fo", "Zm8="), ("foo", "Zm9v"), ("foob", "Zm9vYg=="), ("fooba", "Zm9vYmE="), ("foobar", "Zm9vYmFy")];
+        for (i, o) in cases {
+            assert_eq!(base64(i.as_bytes()), o);
+        }
+    }
+
+    #[test]
+    fn backoff_grows_within_bounds() {
+        let b = Backoff { initial: Duration::from_millis(100), max: Duration::from_secs(2) };
+        for attempt in 0..30 {
+            let cap = Duration::from_millis(100).saturating_mul(1 << attempt.min(20)).min(b.max);
+            for _ in 0..20 {
+                let d = b.delay(attempt);
+                assert!(d >= cap / 2 && d <= cap, "attempt {attempt}: {d:?} not in [{:?}, {cap:?}]", cap / 2);
+            }
+        }
+        // Jitter actually varies.
+        let samples: std::collections::BTreeSet<_> = (0..20).map(|_| b.delay(3)).collect();
+        assert!(samples.len() > 1);
+    }
+
+    #[test]
+    fn auth_header_reads_secret_files_each_time() {
+        let dir = std::env::temp_dir().join(format!("reveal-http-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("token");
+        std::fs::write(&f, "first\n").unwrap();
+        let c = HttpClientConfig { bearer_token_file: Some(f.clone()), ..Default::default() };
+        assert_eq!(auth_header(&c).unwrap().unwrap(), "Bearer first");
+        std::fs::write(&f, "second").unwrap();
+        assert_eq!(auth_header(&c).unwrap().unwrap(), "Bearer second");
+        let c = HttpClientConfig {
+            basic_auth: Some(BasicAuth { username: "u".into(), password: Some(Secret("p".into())), password_file: None }),
+            ..Default::default()
+        };
+        assert_eq!(auth_header(&c).unwrap().unwrap(), "Basic dTpw");
+        let c = HttpClientConfig {
+            authorization: Some(Authorization { kind: Some("Token".into()), credentials: Some(Secret("x".into())), credentials_file: None }),
+            ..Default::default()
+        };
+        assert_eq!(auth_header(&c).unwrap().unwrap(), "Token x");
+        let missing = HttpClientConfig { bearer_token_file: Some(dir.join("absent")), ..Default::default() };
+        assert!(matches!(auth_header(&missing), Err(HttpError::SecretFile { .. })));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn conflicting_auth_is_refused() {
+        let c = HttpClientConfig {
+            bearer_token: Some(Secret("a".into())),
+            basic_auth: Some(BasicAuth::default()),
+            ..Default::default()
+        };
+        assert!(c.check().is_err());
+        let c = HttpClientConfig {
+            tls_config: TlsConfig { cert_file: Some("c".into()), ..Default::default() },
+            ..Default::default()
+        };
+        assert_eq!(c.check().unwrap_err().0, "tls_config");
+    }
+
+    #[test]
+    fn secrets_are_not_printed() {
+        let c = HttpClientConfig { bearer_token: Some(Secret("hunter2".into())), ..Default::default() };
+        assert!(!format!("{c:?}").contains("hunter2"));
+    }
+}
