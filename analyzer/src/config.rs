@@ -6,7 +6,6 @@
 //! and the semantic checks below look up the line of the key they complain about with
 //! [`key_lines`], a small scanner over block-style YAML.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -16,7 +15,10 @@ use serde::Deserialize;
 use crate::http::{Authorization, BasicAuth, HttpClientConfig, Secret, TlsConfig};
 
 mod duration;
+mod lines;
 pub use duration::{parse_duration, PromDuration};
+pub use lines::key_lines;
+use lines::locate;
 
 /// Subsystems a metric can be attributed to; the same five as the exporter's metric names.
 pub const SUBSYSTEMS: [&str; 5] = ["cpu", "gpu", "memory", "network", "storage"];
@@ -145,7 +147,14 @@ impl MetricSpec {
             "and", "or", "unless", "offset", "bool", "sum", "min", "max", "avg", "count", "group",
             "stddev", "stdvar", "topk", "bottomk", "quantile",
         ];
-        const GROUPING: [&str; 6] = ["by", "without", "on", "ignoring", "group_left", "group_right"];
+        const GROUPING: [&str; 6] = [
+            "by",
+            "without",
+            "on",
+            "ignoring",
+            "group_left",
+            "group_right",
+        ];
         let b = self.expr.as_bytes();
         let mut i = 0;
         while i < b.len() {
@@ -167,12 +176,14 @@ impl MetricSpec {
                 }
             } else if c.is_ascii_alphabetic() || c == b'_' || c == b':' {
                 let start = i;
-                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b':') {
+                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b':')
+                {
                     i += 1;
                 }
                 let word = &self.expr[start..i];
                 let next = self.expr[i..].trim_start();
-                let in_braces = self.expr[..start].matches('{').count() > self.expr[..start].matches('}').count();
+                let in_braces = self.expr[..start].matches('{').count()
+                    > self.expr[..start].matches('}').count();
                 if GROUPING.contains(&word) {
                     if next.starts_with('(') {
                         i = self.expr[i..].find(')').map_or(b.len(), |p| i + p + 1);
@@ -304,7 +315,11 @@ impl Config {
             if let Some(i) = msg.find(" at line ") {
                 msg.truncate(i);
             }
-            ConfigError { file: path.to_path_buf(), line, msg }
+            ConfigError {
+                file: path.to_path_buf(),
+                line,
+                msg,
+            }
         })?;
         config.check().map_err(|(key, msg)| ConfigError {
             file: path.to_path_buf(),
@@ -321,7 +336,10 @@ impl Config {
             (Some(p), None) => {
                 check_url(&p.url).or_else(|m| err("source.prometheus.url", m))?;
                 if !is_label_name(&p.host_label) {
-                    return err("source.prometheus.host_label", format!("{:?} is not a label name", p.host_label));
+                    return err(
+                        "source.prometheus.host_label",
+                        format!("{:?} is not a label name", p.host_label),
+                    );
                 }
                 check_http(&p.http_client(), "source.prometheus")?;
             }
@@ -361,7 +379,10 @@ impl Config {
             return err("analysis.stride", "must be positive".into());
         }
         if a.window.0 < a.step.0 * 3 {
-            return err("analysis.window", format!("{} holds fewer than 3 steps of {}", a.window, a.step));
+            return err(
+                "analysis.window",
+                format!("{} holds fewer than 3 steps of {}", a.window, a.step),
+            );
         }
         if a.window.0 < a.stride.0 {
             return err(
@@ -370,13 +391,22 @@ impl Config {
             );
         }
         if a.baseline.0 < a.window.0 {
-            return err("analysis.baseline", format!("{} is shorter than one window", a.baseline));
+            return err(
+                "analysis.baseline",
+                format!("{} is shorter than one window", a.baseline),
+            );
         }
         if a.warmup.0 > a.baseline.0 {
-            return err("analysis.warmup", format!("{} is longer than the baseline {}", a.warmup, a.baseline));
+            return err(
+                "analysis.warmup",
+                format!("{} is longer than the baseline {}", a.warmup, a.baseline),
+            );
         }
         if a.warmup.0 < a.window.0 {
-            return err("analysis.warmup", format!("{} is shorter than one window", a.warmup));
+            return err(
+                "analysis.warmup",
+                format!("{} is shorter than one window", a.warmup),
+            );
         }
         if a.refit_every.0.is_zero() {
             return err("analysis.refit_every", "must be positive".into());
@@ -393,10 +423,16 @@ impl Config {
                 check_url(u).or_else(|m| err(&format!("outputs.alertmanager.urls.{i}"), m))?;
             }
             if am.resend_interval.0.is_zero() {
-                return err("outputs.alertmanager.resend_interval", "must be positive".into());
+                return err(
+                    "outputs.alertmanager.resend_interval",
+                    "must be positive".into(),
+                );
             }
             if am.queue_capacity == 0 {
-                return err("outputs.alertmanager.queue_capacity", "must be positive".into());
+                return err(
+                    "outputs.alertmanager.queue_capacity",
+                    "must be positive".into(),
+                );
             }
             check_http(&am.http_client(), "outputs.alertmanager")?;
         }
@@ -425,80 +461,9 @@ fn check_url(u: &str) -> Result<(), String> {
 
 fn is_label_name(s: &str) -> bool {
     let mut c = s.chars();
-    c.next().is_some_and(|f| f.is_ascii_alphabetic() || f == '_')
+    c.next()
+        .is_some_and(|f| f.is_ascii_alphabetic() || f == '_')
         && c.all(|x| x.is_ascii_alphanumeric() || x == '_')
-}
-
-/// The line of a key path, or of its nearest listed ancestor (a key left at its default has
-/// no line of its own, so the block that should hold it is named instead).
-fn locate(lines: &HashMap<String, usize>, path: &str) -> Option<usize> {
-    let mut p = path;
-    loop {
-        if let Some(l) = lines.get(p) {
-            return Some(*l);
-        }
-        p = &p[..p.rfind('.')?];
-    }
-}
-
-/// Maps dotted key paths (`outputs.alertmanager.urls.1`) to their 1-based lines in
-/// block-style YAML. Flow collections (`{a: 1}`) are not descended into; their key is
-/// reported instead, which is still the right line.
-pub fn key_lines(text: &str) -> HashMap<String, usize> {
-    enum Seg {
-        Key(String),
-        Item(usize),
-    }
-    let mut stack: Vec<(usize, Seg)> = Vec::new();
-    let mut next_item: HashMap<String, usize> = HashMap::new();
-    let mut out = HashMap::new();
-    let path_of = |stack: &[(usize, Seg)]| {
-        stack
-            .iter()
-            .map(|(_, s)| match s {
-                Seg::Key(k) => k.clone(),
-                Seg::Item(i) => i.to_string(),
-            })
-            .collect::<Vec<_>>()
-            .join(".")
-    };
-    for (n, raw) in text.lines().enumerate() {
-        let trimmed = raw.trim_start();
-        if trimmed.is_empty() || trimmed.starts_with('#') || trimmed.starts_with("---") {
-            continue;
-        }
-        let mut col = raw.len() - trimmed.len();
-        let mut rest = trimmed;
-        while rest == "-" || rest.starts_with("- ") {
-            // A sequence item; in compact style it sits at its parent key's column.
-            while stack.last().is_some_and(|(c, s)| *c > col || (*c == col && matches!(s, Seg::Item(_)))) {
-                stack.pop();
-            }
-            let parent = path_of(&stack);
-            let idx = next_item.entry(parent).or_insert(0);
-            stack.push((col, Seg::Item(*idx)));
-            *idx += 1;
-            out.entry(path_of(&stack)).or_insert(n + 1);
-            let after = rest[1..].trim_start();
-            col += rest.len() - after.len();
-            rest = after;
-        }
-        if let Some(key) = mapping_key(rest) {
-            while stack.last().is_some_and(|(c, _)| *c >= col) {
-                stack.pop();
-            }
-            stack.push((col, Seg::Key(key)));
-            out.entry(path_of(&stack)).or_insert(n + 1);
-        }
-    }
-    out
-}
-
-/// `key:` or `key: value` → `key` (quotes stripped); anything else → None.
-fn mapping_key(s: &str) -> Option<String> {
-    let i = s.find(": ").or_else(|| s.strip_suffix(':').map(|k| k.len()))?;
-    let k = s[..i].trim().trim_matches(|c| c == '"' || c == '\'');
-    (!k.is_empty() && !k.starts_with(['{', '[', '#'])).then(|| k.to_string())
 }
 
 #[cfg(test)]

@@ -8,21 +8,19 @@
 //! Secret files are re-read on every request, as Prometheus does, so a rotated token is
 //! picked up without a restart.
 
-use std::hash::{BuildHasher, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::header::{HeaderValue, AUTHORIZATION};
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::client::WebPkiServerVerifier;
-use rustls::crypto::CryptoProvider;
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
-use rustls::{DigitallySignedStruct, RootCertStore, SignatureScheme};
 use serde::Deserialize;
 
 use crate::config::PromDuration;
+
+mod retry;
+mod tls;
+pub use retry::{retry, Backoff};
+pub use tls::rustls_config;
 
 /// A secret string from the config file; never printed.
 #[derive(Clone, Default, Deserialize, PartialEq)]
@@ -123,24 +121,42 @@ impl HttpClientConfig {
             ));
         }
         if self.bearer_token.is_some() && self.bearer_token_file.is_some() {
-            return Err(("bearer_token_file", "bearer_token and bearer_token_file are mutually exclusive".into()));
+            return Err((
+                "bearer_token_file",
+                "bearer_token and bearer_token_file are mutually exclusive".into(),
+            ));
         }
         if let Some(b) = &self.basic_auth {
             if b.password.is_some() && b.password_file.is_some() {
-                return Err(("password_file", "basic_auth password and password_file are mutually exclusive".into()));
+                return Err((
+                    "password_file",
+                    "basic_auth password and password_file are mutually exclusive".into(),
+                ));
             }
         }
         if let Some(a) = &self.authorization {
             if a.credentials.is_some() && a.credentials_file.is_some() {
-                return Err(("credentials_file", "authorization credentials and credentials_file are mutually exclusive".into()));
+                return Err((
+                    "credentials_file",
+                    "authorization credentials and credentials_file are mutually exclusive".into(),
+                ));
             }
-            if a.kind.as_deref().is_some_and(|k| k.eq_ignore_ascii_case("basic")) {
-                return Err(("type", "authorization type Basic is not allowed; use basic_auth".into()));
+            if a.kind
+                .as_deref()
+                .is_some_and(|k| k.eq_ignore_ascii_case("basic"))
+            {
+                return Err((
+                    "type",
+                    "authorization type Basic is not allowed; use basic_auth".into(),
+                ));
             }
         }
         let t = &self.tls_config;
         if t.cert_file.is_some() != t.key_file.is_some() {
-            return Err(("tls_config", "cert_file and key_file must be set together".into()));
+            return Err((
+                "tls_config",
+                "cert_file and key_file must be set together".into(),
+            ));
         }
         if self.timeout.0.is_zero() {
             return Err(("timeout", "timeout must be positive".into()));
@@ -157,13 +173,20 @@ pub enum HttpError {
     Setup(String),
     /// A secret file could not be read at request time.
     #[error("reading {path}: {source}")]
-    SecretFile { path: PathBuf, source: std::io::Error },
+    SecretFile {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     /// Connection refused, reset, timed out: worth retrying.
     #[error("request to {url}: {msg}")]
     Transport { url: String, msg: String },
     /// The server answered with a non-success status.
     #[error("{url} answered {status}: {body}")]
-    Status { url: String, status: u16, body: String },
+    Status {
+        url: String,
+        status: u16,
+        body: String,
+    },
 }
 
 impl HttpError {
@@ -185,7 +208,10 @@ impl HttpError {
             msg.push_str(&s.to_string());
             src = s.source();
         }
-        HttpError::Transport { url: url.to_string(), msg }
+        HttpError::Transport {
+            url: url.to_string(),
+            msg,
+        }
     }
 }
 
@@ -206,11 +232,18 @@ impl HttpClient {
             .user_agent(concat!("reveal-analyzer/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| HttpError::Setup(e.to_string()))?;
-        Ok(HttpClient { inner, config: Arc::new(config.clone()) })
+        Ok(HttpClient {
+            inner,
+            config: Arc::new(config.clone()),
+        })
     }
 
     /// A request with the configured credentials attached.
-    pub fn request(&self, method: reqwest::Method, url: &str) -> Result<reqwest::RequestBuilder, HttpError> {
+    pub fn request(
+        &self,
+        method: reqwest::Method,
+        url: &str,
+    ) -> Result<reqwest::RequestBuilder, HttpError> {
         let mut rb = self.inner.request(method, url);
         if let Some(value) = auth_header(&self.config)? {
             rb = rb.header(AUTHORIZATION, value);
@@ -223,10 +256,17 @@ impl HttpClient {
     pub async fn send(&self, url: &str, rb: reqwest::RequestBuilder) -> Result<Vec<u8>, HttpError> {
         let resp = rb.send().await.map_err(|e| HttpError::transport(url, e))?;
         let status = resp.status();
-        let body = resp.bytes().await.map_err(|e| HttpError::transport(url, e))?;
+        let body = resp
+            .bytes()
+            .await
+            .map_err(|e| HttpError::transport(url, e))?;
         if !status.is_success() {
             let text = String::from_utf8_lossy(&body[..body.len().min(512)]).into_owned();
-            return Err(HttpError::Status { url: url.to_string(), status: status.as_u16(), body: text });
+            return Err(HttpError::Status {
+                url: url.to_string(),
+                status: status.as_u16(),
+                body: text,
+            });
         }
         Ok(body.to_vec())
     }
@@ -235,7 +275,10 @@ impl HttpClient {
 fn read_secret(path: &Path) -> Result<String, HttpError> {
     std::fs::read_to_string(path)
         .map(|s| s.trim().to_string())
-        .map_err(|source| HttpError::SecretFile { path: path.to_path_buf(), source })
+        .map_err(|source| HttpError::SecretFile {
+            path: path.to_path_buf(),
+            source,
+        })
 }
 
 /// The `Authorization` header value for the configured scheme, reading secret files now.
@@ -246,7 +289,10 @@ pub fn auth_header(c: &HttpClientConfig) -> Result<Option<HeaderValue>, HttpErro
             (None, Some(f)) => read_secret(f)?,
             (None, None) => String::new(),
         };
-        format!("Basic {}", base64(format!("{}:{}", b.username, password).as_bytes()))
+        format!(
+            "Basic {}",
+            base64(format!("{}:{}", b.username, password).as_bytes())
+        )
     } else if let Some(t) = &c.bearer_token {
         format!("Bearer {}", t.0)
     } else if let Some(f) = &c.bearer_token_file {
@@ -261,8 +307,9 @@ pub fn auth_header(c: &HttpClientConfig) -> Result<Option<HeaderValue>, HttpErro
     } else {
         return Ok(None);
     };
-    let mut hv = HeaderValue::from_str(&value)
-        .map_err(|_| HttpError::Setup("credentials contain characters not allowed in a header".into()))?;
+    let mut hv = HeaderValue::from_str(&value).map_err(|_| {
+        HttpError::Setup("credentials contain characters not allowed in a header".into())
+    })?;
     hv.set_sensitive(true);
     Ok(Some(hv))
 }
@@ -272,7 +319,11 @@ pub fn base64(input: &[u8]) -> String {
     const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::with_capacity(input.len().div_ceil(3) * 4);
     for chunk in input.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
         let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
         for i in 0..4 {
             if i <= chunk.len() {
@@ -285,218 +336,24 @@ pub fn base64(input: &[u8]) -> String {
     out
 }
 
-fn setup<E: std::fmt::Display>(what: &str, path: &Path) -> impl FnOnce(E) -> HttpError {
-    let what = format!("{what} {}", path.display());
-    move |e| HttpError::Setup(format!("{what}: {e}"))
-}
-
-/// Builds the rustls client configuration for one `tls_config` block.
-pub fn rustls_config(t: &TlsConfig) -> Result<rustls::ClientConfig, HttpError> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut roots = RootCertStore::empty();
-    if let Some(ca) = &t.ca_file {
-        let certs = CertificateDer::pem_file_iter(ca).map_err(setup("reading ca_file", ca))?;
-        for cert in certs {
-            let cert = cert.map_err(setup("parsing ca_file", ca))?;
-            roots.add(cert).map_err(setup("adding CA from", ca))?;
-        }
-        if roots.is_empty() {
-            return Err(HttpError::Setup(format!("ca_file {} holds no certificate", ca.display())));
-        }
-    } else {
-        // Unreadable individual system certificates are skipped, as every TLS client does.
-        for cert in rustls_native_certs::load_native_certs().certs {
-            let _ = roots.add(cert);
-        }
-    }
-    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
-        .with_safe_default_protocol_versions()
-        .map_err(|e| HttpError::Setup(e.to_string()))?;
-    let verifier: Arc<dyn ServerCertVerifier> = if t.insecure_skip_verify {
-        Arc::new(AcceptAnyCert(provider.clone()))
-    } else {
-        let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
-            .build()
-            .map_err(|e| HttpError::Setup(format!("no usable CA certificate: {e}")))?;
-        match &t.server_name {
-            Some(name) => {
-                let name = ServerName::try_from(name.clone())
-                    .map_err(|e| HttpError::Setup(format!("server_name {name:?}: {e}")))?;
-                Arc::new(FixedName { inner: webpki, name })
-            }
-            None => webpki,
-        }
-    };
-    let builder = builder.dangerous().with_custom_certificate_verifier(verifier);
-    let mut config = match (&t.cert_file, &t.key_file) {
-        (Some(cert), Some(key)) => {
-            let chain = CertificateDer::pem_file_iter(cert)
-                .map_err(setup("reading cert_file", cert))?
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(setup("parsing cert_file", cert))?;
-            let key_der = PrivateKeyDer::from_pem_file(key).map_err(setup("reading key_file", key))?;
-            builder
-                .with_client_auth_cert(chain, key_der)
-                .map_err(setup("using client certificate", cert))?
-        }
-        _ => builder.with_no_client_auth(),
-    };
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(config)
-}
-
-/// Checks the certificate against `server_name` instead of the URL's host.
-#[derive(Debug)]
-struct FixedName {
-    inner: Arc<WebPkiServerVerifier>,
-    name: ServerName<'static>,
-}
-
-impl ServerCertVerifier for FixedName {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        intermediates: &[CertificateDer<'_>],
-        _url_host: &ServerName<'_>,
-        ocsp: &[u8],
-        now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        self.inner.verify_server_cert(end_entity, intermediates, &self.name, ocsp, now)
-    }
-    fn verify_tls12_signature(
-        &self,
-        m: &[u8],
-        c: &CertificateDer<'_>,
-        d: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls12_signature(m, c, d)
-    }
-    fn verify_tls13_signature(
-        &self,
-        m: &[u8],
-        c: &CertificateDer<'_>,
-        d: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls13_signature(m, c, d)
-    }
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.inner.supported_verify_schemes()
-    }
-}
-
-/// `insecure_skip_verify`: any certificate chain, but the handshake signature must still be
-/// valid for the presented key (so the connection is at least not trivially spoofable).
-#[derive(Debug)]
-struct AcceptAnyCert(Arc<CryptoProvider>);
-
-impl ServerCertVerifier for AcceptAnyCert {
-    fn verify_server_cert(
-        &self,
-        _: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        _: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-    fn verify_tls12_signature(
-        &self,
-        m: &[u8],
-        c: &CertificateDer<'_>,
-        d: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(m, c, d, &self.0.signature_verification_algorithms)
-    }
-    fn verify_tls13_signature(
-        &self,
-        m: &[u8],
-        c: &CertificateDer<'_>,
-        d: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(m, c, d, &self.0.signature_verification_algorithms)
-    }
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
-}
-
-/// Exponential back-off with jitter: attempt `n` waits a random time in
-/// `[d/2, d]` where `d = min(initial · 2ⁿ, max)` ("equal jitter"), so many analyzers
-/// retrying the same server spread out while each still backs off.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Backoff {
-    pub initial: Duration,
-    pub max: Duration,
-}
-
-impl Default for Backoff {
-    fn default() -> Self {
-        Backoff { initial: Duration::from_millis(200), max: Duration::from_secs(30) }
-    }
-}
-
-impl Backoff {
-    pub fn delay(&self, attempt: u32) -> Duration {
-        let cap = self.initial.saturating_mul(1u32 << attempt.min(20)).min(self.max);
-        let half = cap / 2;
-        half + half.mul_f64(unit_random())
-    }
-}
-
-/// A uniform number in [0, 1) from the std hasher's per-instance random keys; jitter does not
-/// need a seeded or cryptographic generator.
-fn unit_random() -> f64 {
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(0x5eed);
-    (h.finish() >> 11) as f64 / (1u64 << 53) as f64
-}
-
-/// Runs `op` up to `attempts` times, sleeping by `backoff` between retryable failures.
-pub async fn retry<T, F, Fut>(backoff: Backoff, attempts: u32, mut op: F) -> Result<T, HttpError>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<T, HttpError>>,
-{
-    let mut attempt = 0;
-    loop {
-        match op().await {
-            Ok(v) => return Ok(v),
-            Err(e) if e.is_retryable() && attempt + 1 < attempts => {
-                tracing::debug!(error = %e, attempt, "retrying");
-                tokio::time::sleep(backoff.delay(attempt)).await;
-                attempt += 1;
-            }
-            Err(e) => return Err(e),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn base64_matches_rfc4648_vectors() {
-        let cases = [("", ""), ("f", "Zg=="), ("fo", "Zm8="), ("foo", "Zm9v"), ("foob", "Zm9vYg=="), ("fooba", "Zm9vYmE="), ("foobar", "Zm9vYmFy")];
+        let cases = [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ];
         for (i, o) in cases {
             assert_eq!(base64(i.as_bytes()), o);
         }
-    }
-
-    #[test]
-    fn backoff_grows_within_bounds() {
-        let b = Backoff { initial: Duration::from_millis(100), max: Duration::from_secs(2) };
-        for attempt in 0..30 {
-            let cap = Duration::from_millis(100).saturating_mul(1 << attempt.min(20)).min(b.max);
-            for _ in 0..20 {
-                let d = b.delay(attempt);
-                assert!(d >= cap / 2 && d <= cap, "attempt {attempt}: {d:?} not in [{:?}, {cap:?}]", cap / 2);
-            }
-        }
-        // Jitter actually varies.
-        let samples: std::collections::BTreeSet<_> = (0..20).map(|_| b.delay(3)).collect();
-        assert!(samples.len() > 1);
     }
 
     #[test]
@@ -505,22 +362,39 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let f = dir.join("token");
         std::fs::write(&f, "first\n").unwrap();
-        let c = HttpClientConfig { bearer_token_file: Some(f.clone()), ..Default::default() };
+        let c = HttpClientConfig {
+            bearer_token_file: Some(f.clone()),
+            ..Default::default()
+        };
         assert_eq!(auth_header(&c).unwrap().unwrap(), "Bearer first");
         std::fs::write(&f, "second").unwrap();
         assert_eq!(auth_header(&c).unwrap().unwrap(), "Bearer second");
         let c = HttpClientConfig {
-            basic_auth: Some(BasicAuth { username: "u".into(), password: Some(Secret("p".into())), password_file: None }),
+            basic_auth: Some(BasicAuth {
+                username: "u".into(),
+                password: Some(Secret("p".into())),
+                password_file: None,
+            }),
             ..Default::default()
         };
         assert_eq!(auth_header(&c).unwrap().unwrap(), "Basic dTpw");
         let c = HttpClientConfig {
-            authorization: Some(Authorization { kind: Some("Token".into()), credentials: Some(Secret("x".into())), credentials_file: None }),
+            authorization: Some(Authorization {
+                kind: Some("Token".into()),
+                credentials: Some(Secret("x".into())),
+                credentials_file: None,
+            }),
             ..Default::default()
         };
         assert_eq!(auth_header(&c).unwrap().unwrap(), "Token x");
-        let missing = HttpClientConfig { bearer_token_file: Some(dir.join("absent")), ..Default::default() };
-        assert!(matches!(auth_header(&missing), Err(HttpError::SecretFile { .. })));
+        let missing = HttpClientConfig {
+            bearer_token_file: Some(dir.join("absent")),
+            ..Default::default()
+        };
+        assert!(matches!(
+            auth_header(&missing),
+            Err(HttpError::SecretFile { .. })
+        ));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -533,7 +407,10 @@ mod tests {
         };
         assert!(c.check().is_err());
         let c = HttpClientConfig {
-            tls_config: TlsConfig { cert_file: Some("c".into()), ..Default::default() },
+            tls_config: TlsConfig {
+                cert_file: Some("c".into()),
+                ..Default::default()
+            },
             ..Default::default()
         };
         assert_eq!(c.check().unwrap_err().0, "tls_config");
@@ -541,7 +418,10 @@ mod tests {
 
     #[test]
     fn secrets_are_not_printed() {
-        let c = HttpClientConfig { bearer_token: Some(Secret("hunter2".into())), ..Default::default() };
+        let c = HttpClientConfig {
+            bearer_token: Some(Secret("hunter2".into())),
+            ..Default::default()
+        };
         assert!(!format!("{c:?}").contains("hunter2"));
     }
 }

@@ -1,3 +1,6 @@
 //! Reveal's analysis library: windows, features, detectors, attribution, episodes, reports.
 #![forbid(unsafe_code)]
 pub mod detect;
+pub mod config;
+pub mod http;
+pub mod remote_write;

@@ -85,23 +85,47 @@ impl Batch {
         }
         let mut ls: Vec<Label> = labels
             .iter()
-            .map(|(n, v)| Label { name: n.to_string(), value: v.to_string() })
-            .chain(std::iter::once(Label { name: "__name__".into(), value: name.into() }))
+            .map(|(n, v)| Label {
+                name: n.to_string(),
+                value: v.to_string(),
+            })
+            .chain(std::iter::once(Label {
+                name: "__name__".into(),
+                value: name.into(),
+            }))
             .collect();
         ls.sort_by(|a, b| a.name.cmp(&b.name));
         ls.dedup_by(|a, b| a.name == b.name);
-        self.series.entry(ls).or_default().push(Sample { value, timestamp: timestamp_ms });
+        self.series.entry(ls).or_default().push(Sample {
+            value,
+            timestamp: timestamp_ms,
+        });
     }
 
     /// The anomaly series of one window.
     pub fn add_window(&mut self, w: &WindowPoint<'_>) {
         for (detector, score) in w.scores {
-            self.add("reveal_anomaly_score", &[("instance", w.instance), ("detector", detector)], w.end_ms, *score);
+            self.add(
+                "reveal_anomaly_score",
+                &[("instance", w.instance), ("detector", detector)],
+                w.end_ms,
+                *score,
+            );
         }
-        self.add("reveal_anomaly_agreement", &[("instance", w.instance)], w.end_ms, f64::from(w.agreement));
+        self.add(
+            "reveal_anomaly_agreement",
+            &[("instance", w.instance)],
+            w.end_ms,
+            f64::from(w.agreement),
+        );
         for (subsystem, share) in w.subsystems {
             if SUBSYSTEMS.contains(subsystem) {
-                self.add("reveal_anomaly_subsystem", &[("instance", w.instance), ("subsystem", subsystem)], w.end_ms, *share);
+                self.add(
+                    "reveal_anomaly_subsystem",
+                    &[("instance", w.instance), ("subsystem", subsystem)],
+                    w.end_ms,
+                    *share,
+                );
             }
         }
     }
@@ -109,7 +133,12 @@ impl Batch {
     /// Cross-host deviation of one host's subsystem (robust z, largest over its channels).
     pub fn add_deviation(&mut self, instance: &str, subsystem: &str, end_ms: i64, value: f64) {
         if SUBSYSTEMS.contains(&subsystem) {
-            self.add("reveal_host_deviation", &[("instance", instance), ("subsystem", subsystem)], end_ms, value);
+            self.add(
+                "reveal_host_deviation",
+                &[("instance", instance), ("subsystem", subsystem)],
+                end_ms,
+                value,
+            );
         }
     }
 
@@ -129,7 +158,10 @@ impl Batch {
                 let mut samples = samples.clone();
                 samples.sort_by_key(|s| s.timestamp);
                 samples.dedup_by_key(|s| s.timestamp);
-                TimeSeries { labels: labels.clone(), samples }
+                TimeSeries {
+                    labels: labels.clone(),
+                    samples,
+                }
             })
             .collect();
         WriteRequest { timeseries }
@@ -140,13 +172,17 @@ impl Batch {
         let proto = prost::Message::encode_to_vec(&self.to_request());
         // Compressing a byte slice into a Vec cannot fail except beyond snappy's 4 GiB input
         // limit, which a bounded batch never reaches.
-        snap::raw::Encoder::new().compress_vec(&proto).unwrap_or_default()
+        snap::raw::Encoder::new()
+            .compress_vec(&proto)
+            .unwrap_or_default()
     }
 }
 
 /// Decodes a request body; used by tests and by anyone debugging what was sent.
 pub fn decode(body: &[u8]) -> Result<WriteRequest, String> {
-    let proto = snap::raw::Decoder::new().decompress_vec(body).map_err(|e| format!("snappy: {e}"))?;
+    let proto = snap::raw::Decoder::new()
+        .decompress_vec(body)
+        .map_err(|e| format!("snappy: {e}"))?;
     prost::Message::decode(proto.as_slice()).map_err(|e| format!("protobuf: {e}"))
 }
 
@@ -171,11 +207,20 @@ pub struct RemoteWriter {
 
 impl RemoteWriter {
     pub fn new(client: HttpClient, url: String, max_pending_samples: usize) -> Self {
-        RemoteWriter { client, url, pending: VecDeque::new(), max_pending_samples, stats: WriterStats::default() }
+        RemoteWriter {
+            client,
+            url,
+            pending: VecDeque::new(),
+            max_pending_samples,
+            stats: WriterStats::default(),
+        }
     }
 
     pub fn stats(&self) -> WriterStats {
-        WriterStats { pending_samples: self.pending.iter().map(|b| b.samples() as u64).sum(), ..self.stats }
+        WriterStats {
+            pending_samples: self.pending.iter().map(|b| b.samples() as u64).sum(),
+            ..self.stats
+        }
     }
 
     /// One POST of one batch, with a few quick retries for transport errors and 5xx.
@@ -244,7 +289,13 @@ mod tests {
         let scores = [("zscore", 0.5), ("pca", 2.0)];
         let subs = [("cpu", 0.8), ("storage", 0.2), ("bogus", 1.0)];
         for end in [2000, 1000] {
-            b.add_window(&WindowPoint { instance: "h:1", end_ms: end, scores: &scores, agreement: 1, subsystems: &subs });
+            b.add_window(&WindowPoint {
+                instance: "h:1",
+                end_ms: end,
+                scores: &scores,
+                agreement: 1,
+                subsystems: &subs,
+            });
         }
         b.add("x", &[], 5, f64::NAN);
         let req = decode(&b.encode()).unwrap();
@@ -256,7 +307,10 @@ mod tests {
             sorted.sort();
             assert_eq!(names, sorted);
             assert_eq!(names[0], "__name__");
-            assert_eq!(ts.samples.iter().map(|s| s.timestamp).collect::<Vec<_>>(), vec![1000, 2000]);
+            assert_eq!(
+                ts.samples.iter().map(|s| s.timestamp).collect::<Vec<_>>(),
+                vec![1000, 2000]
+            );
         }
         let pca = req
             .timeseries
@@ -269,6 +323,11 @@ mod tests {
     #[test]
     fn decode_rejects_garbage() {
         assert!(decode(b"\xff\x00garbage").is_err());
-        assert!(decode(&snap::raw::Encoder::new().compress_vec(b"\xff\xff\xff").unwrap()).is_err());
+        assert!(decode(
+            &snap::raw::Encoder::new()
+                .compress_vec(b"\xff\xff\xff")
+                .unwrap()
+        )
+        .is_err());
     }
 }

@@ -12,7 +12,9 @@ pub struct PromDuration(pub Duration);
 impl<'de> Deserialize<'de> for PromDuration {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
-        parse_duration(&s).map(PromDuration).map_err(serde::de::Error::custom)
+        parse_duration(&s)
+            .map(PromDuration)
+            .map_err(serde::de::Error::custom)
     }
 }
 
@@ -72,7 +74,10 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
             .ok_or_else(bad)?;
         rest = &rest[unit.0.len()..];
         next_unit = idx + 1;
-        total = n.checked_mul(unit.1).and_then(|v| v.checked_add(total)).ok_or_else(bad)?;
+        total = n
+            .checked_mul(unit.1)
+            .and_then(|v| v.checked_add(total))
+            .ok_or_else(bad)?;
     }
     let ms = u64::try_from(total).map_err(|_| bad())?;
     Ok(Duration::from_millis(ms))
@@ -91,7 +96,19 @@ mod tests {
         assert_eq!(ms("1m500ms"), Ok(60_500));
         assert_eq!(ms("2w1d"), Ok(15 * 86_400_000));
         assert_eq!(ms("0"), Ok(0));
-        for bad in ["", "5", "s", "1.5s", "30m1h", "1s1s", "-1s", "1x", "10 s", "99999999999999999999999y", "1ms1s"] {
+        for bad in [
+            "",
+            "5",
+            "s",
+            "1.5s",
+            "30m1h",
+            "1s1s",
+            "-1s",
+            "1x",
+            "10 s",
+            "99999999999999999999999y",
+            "1ms1s",
+        ] {
             assert!(parse_duration(bad).is_err(), "{bad:?} accepted");
         }
     }
@@ -105,7 +122,14 @@ mod tests {
 
     #[test]
     fn garbage_never_panics() {
-        for s in ["\u{0}", "1ms\u{fffd}", "9".repeat(400).as_str(), "1y2w3d4h5m6s7ms8", "mmm", "1µs"] {
+        for s in [
+            "\u{0}",
+            "1ms\u{fffd}",
+            "9".repeat(400).as_str(),
+            "1y2w3d4h5m6s7ms8",
+            "mmm",
+            "1µs",
+        ] {
             let _ = parse_duration(s);
         }
     }

@@ -16,7 +16,10 @@ fn example_config_loads_with_every_section() {
     let p = c.source.prometheus.as_ref().unwrap();
     assert_eq!(p.host_label, "instance");
     assert_eq!(c.analysis.window.0, Duration::from_secs(3));
-    assert_eq!(c.outputs.alertmanager.unwrap().urls, vec!["http://127.0.0.1:9093"]);
+    assert_eq!(
+        c.outputs.alertmanager.unwrap().urls,
+        vec!["http://127.0.0.1:9093"]
+    );
     assert!(c.metrics.len() > 5);
     assert_eq!(c.metrics[0].channel_name(), "reveal_cpu_time_seconds_total");
 }
@@ -70,7 +73,10 @@ fn semantic_errors_in_lists_point_at_the_item() {
 fn missing_and_conflicting_sources_are_refused() {
     let e = refused("metrics:\n  - expr: up\n    subsystem: cpu\n");
     assert!(e.msg.contains("missing field `source`"), "{e}");
-    let both = minimal().replace("source:\n", "source:\n  scrape:\n    targets: [http://h:1/metrics]\n");
+    let both = minimal().replace(
+        "source:\n",
+        "source:\n  scrape:\n    targets: [http://h:1/metrics]\n",
+    );
     let e = refused(&both);
     assert_eq!(e.line, Some(1), "{e}");
     assert!(e.msg.contains("exactly one"), "{e}");
@@ -102,7 +108,10 @@ fn bad_urls_are_refused() {
 #[test]
 fn load_names_a_missing_file() {
     let e = Config::load(Path::new("/nonexistent/analyzer.yml")).unwrap_err();
-    assert!(e.to_string().starts_with("/nonexistent/analyzer.yml: "), "{e}");
+    assert!(
+        e.to_string().starts_with("/nonexistent/analyzer.yml: "),
+        "{e}"
+    );
 }
 
 #[test]
@@ -117,18 +126,43 @@ fn key_lines_handles_compact_and_indented_lists() {
 
 #[test]
 fn channel_names_skip_functions_keywords_and_labels() {
-    let name = |e: &str| MetricSpec { expr: e.into(), name: None, subsystem: "cpu".into(), kind: None }.channel_name();
+    let name = |e: &str| {
+        MetricSpec {
+            expr: e.into(),
+            name: None,
+            subsystem: "cpu".into(),
+            kind: None,
+        }
+        .channel_name()
+    };
     assert_eq!(name("rate(foo_total[1s])"), "foo_total");
-    assert_eq!(name("sum by (mode) (rate(bar_total{mode=\"idle\"}[5m]))"), "bar_total");
+    assert_eq!(
+        name("sum by (mode) (rate(bar_total{mode=\"idle\"}[5m]))"),
+        "bar_total"
+    );
     assert_eq!(name("1e3 * baz"), "baz");
     assert_eq!(name("{__name__=~\"x.*\"}"), "{__name__=~\"x.*\"}");
-    let named = MetricSpec { expr: "up".into(), name: Some("alive".into()), subsystem: "cpu".into(), kind: None };
+    let named = MetricSpec {
+        expr: "up".into(),
+        name: Some("alive".into()),
+        subsystem: "cpu".into(),
+        kind: None,
+    };
     assert_eq!(named.channel_name(), "alive");
 }
 
 #[test]
 fn garbage_never_panics() {
-    for text in ["", ":", "- - -", "source: [", "\u{0}", "metrics: 5", "a:\n\t- b", "- : :\n  - :"] {
+    for text in [
+        "",
+        ":",
+        "- - -",
+        "source: [",
+        "\u{0}",
+        "metrics: 5",
+        "a:\n\t- b",
+        "- : :\n  - :",
+    ] {
         let _ = Config::parse(text, Path::new("g.yml"));
         let _ = key_lines(text);
     }
