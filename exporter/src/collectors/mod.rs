@@ -15,6 +15,7 @@ pub mod hwmon;
 pub mod interrupts;
 pub mod meminfo;
 pub mod netdev;
+pub mod netstat;
 pub mod numa;
 pub mod perf;
 pub mod perf_group;
@@ -152,6 +153,13 @@ Entry {
     help: "Traffic and error counters per network interface from /proc/net/dev",
     metrics: netdev::METRICS,
     new: |s| Box::new(netdev::NetdevCollector::new(s)),
+},
+Entry {
+    name: "netstat",
+    default_enabled: true,
+    help: "TCP/IP protocol counters (RetransSegs, ListenDrops, ...) from /proc/net/snmp, /proc/net/netstat and /proc/net/snmp6",
+    metrics: netstat::METRICS,
+    new: |s| Box::new(netstat::NetstatCollector::new(s)),
 },
 Entry {
     name: "perf",

@@ -1,0 +1,304 @@
+//! IP, ICMP, TCP, UDP and extended protocol counters from `/proc/net/snmp`,
+//! `/proc/net/netstat` and `/proc/net/snmp6`.
+//!
+//! Formats (RFC 1213 / RFC 4293 MIB names; the kernel documents the files in
+//! <https://docs.kernel.org/networking/snmp_counter.html>):
+//! ```text
+//! /proc/net/snmp, /proc/net/netstat: a header line and a value line per protocol
+//!   Tcp: RtoAlgorithm RtoMin RtoMax MaxConn ActiveOpens ... RetransSegs ...
+//!   Tcp: 1 200 120000 -1 2015 ... 34 ...
+//! /proc/net/snmp6: one "name value" line per counter, the protocol prefixed to the name
+//!   Ip6InReceives                   	1
+//! ```
+//! All fields are counters except the few levels and constants in [`VALUE_FIELDS`], which go
+//! to `reveal_network_protocol_value` (Tcp MaxConn is -1 when there is no limit).
+
+use super::{Collector, Settings};
+use crate::error::{CollectError, ParseError};
+use crate::read::read_into;
+use crate::scrape::{Desc, Scrape, Unit};
+use std::path::PathBuf;
+
+pub static EVENTS: Desc = Desc::counter(
+    "reveal_network_protocol_events",
+    Unit::None,
+    &["protocol", "field"],
+    "Protocol counters of the kernel's MIBs (protocol Ip, Icmp, IcmpMsg, Tcp, Udp, UdpLite, \
+     TcpExt, IpExt, MPTcpExt, Ip6, Icmp6, Udp6, UdpLite6; field as the kernel names it, e.g. \
+     Tcp RetransSegs, TcpExt ListenDrops, TcpExt TCPTimeouts).",
+);
+pub static VALUES: Desc = Desc::gauge(
+    "reveal_network_protocol_value",
+    Unit::None,
+    &["protocol", "field"],
+    "Protocol levels and settings that are not counters: Tcp CurrEstab (connections now \
+     established or closing), RtoAlgorithm, RtoMin and RtoMax (milliseconds), MaxConn (-1: no \
+     limit); Ip Forwarding (1 yes, 2 no) and DefaultTTL.",
+);
+
+pub static METRICS: &[&Desc] = &[&EVENTS, &VALUES];
+
+/// (protocol, field) pairs that are levels or constants, not counters.
+pub const VALUE_FIELDS: &[(&str, &str)] = &[
+    ("Tcp", "CurrEstab"),
+    ("Tcp", "RtoAlgorithm"),
+    ("Tcp", "RtoMin"),
+    ("Tcp", "RtoMax"),
+    ("Tcp", "MaxConn"),
+    ("Ip", "Forwarding"),
+    ("Ip", "DefaultTTL"),
+];
+
+/// One protocol counter or value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Field<'a> {
+    pub protocol: &'a str,
+    pub field: &'a str,
+    pub value: i64,
+}
+
+impl Field<'_> {
+    /// Whether this field is a level or setting rather than a counter.
+    pub fn is_value(&self) -> bool {
+        VALUE_FIELDS
+            .iter()
+            .any(|(p, f)| *p == self.protocol && *f == self.field)
+    }
+}
+
+fn parse_i64(s: &str, line: usize) -> Result<i64, ParseError> {
+    s.parse()
+        .map_err(|_| ParseError::new(line, format!("{s:?} is not an integer")))
+}
+
+/// Parses `/proc/net/snmp` or `/proc/net/netstat`: pairs of `Proto: names` / `Proto: values`
+/// lines, appending to `out`.
+pub fn parse_snmp<'a>(text: &'a str, out: &mut Vec<Field<'a>>) -> Result<(), ParseError> {
+    let start = out.len();
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty());
+    while let Some((i, names)) = lines.next() {
+        let lineno = i + 1;
+        let Some((i2, values)) = lines.next() else {
+            return Err(ParseError::new(lineno, "header line without a value line"));
+        };
+        let split = |line: &'a str, n: usize| {
+            line.split_once(':')
+                .map(|(p, rest)| (p.trim(), rest))
+                .ok_or_else(|| ParseError::new(n, format!("no 'Protocol:' in {line:?}")))
+        };
+        let (proto, names) = split(names, lineno)?;
+        let (proto2, values) = split(values, i2 + 1)?;
+        if proto != proto2 || proto.is_empty() {
+            return Err(ParseError::new(
+                i2 + 1,
+                format!("values of {proto2:?} after names of {proto:?}"),
+            ));
+        }
+        let mut names = names.split_ascii_whitespace();
+        let mut values = values.split_ascii_whitespace();
+        loop {
+            match (names.next(), values.next()) {
+                (Some(field), Some(v)) => out.push(Field {
+                    protocol: proto,
+                    field,
+                    value: parse_i64(v, i2 + 1)?,
+                }),
+                (None, None) => break,
+                _ => {
+                    return Err(ParseError::new(
+                        i2 + 1,
+                        format!("{proto}: names and values differ in number"),
+                    ))
+                }
+            }
+        }
+    }
+    if out.len() == start {
+        return Err(ParseError::new(0, "no counters"));
+    }
+    Ok(())
+}
+
+/// Parses `/proc/net/snmp6`, appending to `out`. The protocol is the name up to and
+/// including its first `6` (`Ip6`, `Icmp6`, `Udp6`, `UdpLite6`); names without one are
+/// not of a known protocol and are skipped.
+pub fn parse_snmp6<'a>(text: &'a str, out: &mut Vec<Field<'a>>) -> Result<(), ParseError> {
+    for (i, line) in text.lines().enumerate() {
+        let lineno = i + 1;
+        let mut it = line.split_ascii_whitespace();
+        let Some(name) = it.next() else { continue };
+        let (Some(v), None) = (it.next(), it.next()) else {
+            return Err(ParseError::new(
+                lineno,
+                format!("expected 'name value', got {line:?}"),
+            ));
+        };
+        let value = parse_i64(v, lineno)?;
+        let Some(pos) = name.find('6').filter(|p| *p > 0 && p + 1 < name.len()) else {
+            continue;
+        };
+        out.push(Field {
+            protocol: &name[..=pos],
+            field: &name[pos + 1..],
+            value,
+        });
+    }
+    Ok(())
+}
+
+pub struct NetstatCollector {
+    snmp: PathBuf,
+    netstat: PathBuf,
+    snmp6: PathBuf,
+    bufs: [String; 3],
+    capacity: usize,
+}
+
+impl NetstatCollector {
+    pub fn new(s: &Settings) -> Self {
+        NetstatCollector {
+            snmp: s.paths.proc("net/snmp"),
+            netstat: s.paths.proc("net/netstat"),
+            snmp6: s.paths.proc("net/snmp6"),
+            bufs: Default::default(),
+            capacity: 0,
+        }
+    }
+}
+
+/// Reads an optional file: `Ok(false)` when the host does not have it (no IPv6, old kernel).
+fn read_optional(path: &std::path::Path, buf: &mut String) -> Result<bool, CollectError> {
+    match read_into(path, buf) {
+        Ok(()) => Ok(true),
+        Err(e) if e.is_unsupported() => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+impl Collector for NetstatCollector {
+    fn name(&self) -> &'static str {
+        "netstat"
+    }
+
+    fn update(&mut self, out: &mut Scrape) -> Result<(), CollectError> {
+        let [snmp_buf, netstat_buf, snmp6_buf] = &mut self.bufs;
+        read_into(&self.snmp, snmp_buf)?;
+        let has_netstat = read_optional(&self.netstat, netstat_buf)?;
+        let has_snmp6 = read_optional(&self.snmp6, snmp6_buf)?;
+        // The parsed fields borrow the buffers, so the vector is per scrape, sized from the last.
+        let mut fields = Vec::with_capacity(self.capacity);
+        parse_snmp(snmp_buf, &mut fields).map_err(|e| CollectError::parse(&self.snmp, e))?;
+        if has_netstat {
+            parse_snmp(netstat_buf, &mut fields)
+                .map_err(|e| CollectError::parse(&self.netstat, e))?;
+        }
+        if has_snmp6 {
+            parse_snmp6(snmp6_buf, &mut fields).map_err(|e| CollectError::parse(&self.snmp6, e))?;
+        }
+        for f in &fields {
+            let labels = vec![
+                ("protocol", f.protocol.to_string()),
+                ("field", f.field.to_string()),
+            ];
+            if f.is_value() {
+                out.push(&VALUES, labels, f.value as f64);
+            } else if f.value >= 0 {
+                // A negative counter is not a count of anything; leave it out rather than
+                // expose a counter that goes backwards.
+                out.push(&EVENTS, labels, f.value as f64);
+            }
+        }
+        self.capacity = fields.len();
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const SNMP: &str = "Ip: Forwarding DefaultTTL InReceives\n\
+Ip: 2 64 6693\n\
+Tcp: RtoAlgorithm RtoMin RtoMax MaxConn ActiveOpens CurrEstab RetransSegs\n\
+Tcp: 1 200 120000 -1 2015 3 34\n\
+IcmpMsg: InType3\n\
+IcmpMsg: 1\n";
+
+    #[test]
+    fn parses_pairs() {
+        let mut v = Vec::new();
+        parse_snmp(SNMP, &mut v).unwrap();
+        assert_eq!(v.len(), 11);
+        let get = |p: &str, f: &str| *v.iter().find(|x| x.protocol == p && x.field == f).unwrap();
+        assert_eq!(get("Ip", "InReceives").value, 6693);
+        assert_eq!(get("Tcp", "MaxConn").value, -1);
+        assert!(get("Tcp", "MaxConn").is_value());
+        assert!(get("Tcp", "CurrEstab").is_value());
+        assert!(get("Ip", "Forwarding").is_value());
+        assert_eq!(get("Tcp", "RetransSegs").value, 34);
+        assert!(!get("Tcp", "RetransSegs").is_value());
+        assert_eq!(get("IcmpMsg", "InType3").value, 1);
+    }
+
+    #[test]
+    fn rejects_mismatches() {
+        let mut v = Vec::new();
+        assert!(parse_snmp("Tcp: A B\nTcp: 1\n", &mut v).is_err());
+        assert!(parse_snmp("Tcp: A\nTcp: 1 2\n", &mut v).is_err());
+        assert!(parse_snmp("Tcp: A\nUdp: 1\n", &mut v).is_err());
+        assert!(parse_snmp("Tcp: A\n", &mut v).is_err());
+        assert!(parse_snmp("Tcp: A\nTcp: x\n", &mut v).is_err());
+        assert!(parse_snmp("Tcp A\nTcp 1\n", &mut v).is_err());
+        assert!(parse_snmp("", &mut v).is_err());
+    }
+
+    #[test]
+    fn parses_snmp6() {
+        let mut v = Vec::new();
+        let text =
+            "Ip6InReceives                   \t1\nIcmp6InType133 4\nUdpLite6InDatagrams 0\nOdd 5\n";
+        parse_snmp6(text, &mut v).unwrap();
+        assert_eq!(
+            v,
+            vec![
+                Field {
+                    protocol: "Ip6",
+                    field: "InReceives",
+                    value: 1
+                },
+                Field {
+                    protocol: "Icmp6",
+                    field: "InType133",
+                    value: 4
+                },
+                Field {
+                    protocol: "UdpLite6",
+                    field: "InDatagrams",
+                    value: 0
+                },
+            ]
+        );
+        assert!(parse_snmp6("Ip6InReceives\n", &mut v).is_err());
+        assert!(parse_snmp6("Ip6InReceives x\n", &mut v).is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn never_panics(s in "\\PC*") {
+            let mut v = Vec::new();
+            let _ = parse_snmp(&s, &mut v);
+            let _ = parse_snmp6(&s, &mut v);
+        }
+
+        #[test]
+        fn never_panics_on_near_misses(s in "((Tcp|Ip6?|6): ?[A-Za-z6 ]{0,12}\n(Tcp|Ip): ?[-0-9x ]{0,12}\n){0,3}") {
+            let mut v = Vec::new();
+            let _ = parse_snmp(&s, &mut v);
+            let _ = parse_snmp6(&s, &mut v);
+        }
+    }
+}
