@@ -27,6 +27,7 @@
 //! ```
 
 pub mod error;
+pub mod iforest;
 pub(crate) mod linalg;
 pub mod pca;
 pub mod scale;
