@@ -20,6 +20,7 @@ pub mod numa;
 pub mod perf;
 pub mod perf_group;
 pub mod rapl;
+pub mod sockstat;
 pub mod softirqs;
 pub mod stat;
 pub mod vmstat;
@@ -160,6 +161,13 @@ Entry {
     help: "TCP/IP protocol counters (RetransSegs, ListenDrops, ...) from /proc/net/snmp, /proc/net/netstat and /proc/net/snmp6",
     metrics: netstat::METRICS,
     new: |s| Box::new(netstat::NetstatCollector::new(s)),
+},
+Entry {
+    name: "sockstat",
+    default_enabled: true,
+    help: "Socket counts and buffer memory per protocol (/proc/net/sockstat, sockstat6) and TCP connections per state (/proc/net/tcp, tcp6)",
+    metrics: sockstat::METRICS,
+    new: |s| Box::new(sockstat::SockstatCollector::new(s)),
 },
 Entry {
     name: "perf",

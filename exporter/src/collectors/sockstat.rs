@@ -1,0 +1,381 @@
+//! Socket counts per protocol and TCP connections per state.
+//!
+//! Formats (<https://docs.kernel.org/networking/proc_net_tcp.html>, and `net/ipv4/proc.c`
+//! for sockstat, which the kernel documents only by its source):
+//! ```text
+//! /proc/net/sockstat (and sockstat6 with TCP6, UDP6...):
+//!   sockets: used 14
+//!   TCP: inuse 5 orphan 0 tw 2 alloc 7 mem 1
+//!   FRAG: inuse 0 memory 0
+//! /proc/net/tcp and /proc/net/tcp6, one line per socket, `st` the state in hex:
+//!     sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid ...
+//!      0: 00000000:07E8 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0 ...
+//! ```
+//! `mem` counts pages; `memory` (FRAG) counts bytes. The page size comes from the auxiliary
+//! vector the kernel gave this process (`<procfs>/self/auxv`, `AT_PAGESZ`): it needs no
+//! `unsafe` libc call and follows `--path.procfs`; without it, page-based memory is omitted.
+//!
+//! Per-state counts are what `ss -s`/`ss -tan` shows. On a busy host `/proc/net/tcp` has a
+//! line per socket and can be megabytes: it is read into a buffer reused across scrapes and
+//! scanned without allocating. The netlink `sock_diag` interface would be the faster path.
+
+use super::{Collector, Settings};
+use crate::error::{CollectError, ParseError};
+use crate::read::read_into;
+use crate::scrape::{Desc, Scrape, Unit};
+use std::path::{Path, PathBuf};
+
+pub static SOCKETS: Desc = Desc::gauge(
+    "reveal_network_sockets",
+    Unit::None,
+    &["protocol", "state"],
+    "Sockets per protocol (TCP, UDP, RAW, FRAG and their IPv6 forms) and state: inuse, orphan \
+     (no longer attached to a process), tw (TIME_WAIT), alloc (allocated, incl. not yet in use).",
+);
+pub static SOCKETS_USED: Desc = Desc::gauge(
+    "reveal_network_sockets_used",
+    Unit::None,
+    &[],
+    "Sockets in use, all protocols and families.",
+);
+pub static SOCKET_MEMORY: Desc = Desc::gauge(
+    "reveal_network_socket_memory",
+    Unit::Bytes,
+    &["protocol"],
+    "Memory used by socket buffers per protocol (for FRAG: by IP reassembly queues).",
+);
+pub static TCP_CONNECTIONS: Desc = Desc::gauge(
+    "reveal_network_tcp_connections",
+    Unit::None,
+    &["state"],
+    "TCP sockets (IPv4 and IPv6) per state, as `ss` shows them.",
+);
+
+pub static METRICS: &[&Desc] = &[&SOCKETS_USED, &SOCKETS, &SOCKET_MEMORY, &TCP_CONNECTIONS];
+
+/// TCP states in kernel numbering (`include/net/tcp_states.h`): index + 1 is the `st` value.
+pub const TCP_STATES: [&str; 11] = [
+    "established",
+    "syn_sent",
+    "syn_recv",
+    "fin_wait1",
+    "fin_wait2",
+    "time_wait",
+    "close",
+    "close_wait",
+    "last_ack",
+    "listen",
+    "closing",
+];
+
+/// The auxiliary vector key of the page size (`include/uapi/linux/auxvec.h`).
+const AT_PAGESZ: usize = 6;
+
+/// One `key value` pair of a sockstat line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SockStat<'a> {
+    pub protocol: &'a str,
+    pub key: &'a str,
+    pub value: u64,
+}
+
+/// Parses `/proc/net/sockstat` or `sockstat6`, appending each `PROTO: key value ...` pair.
+pub fn parse_sockstat<'a>(text: &'a str, out: &mut Vec<SockStat<'a>>) -> Result<(), ParseError> {
+    let start = out.len();
+    for (i, line) in text.lines().enumerate() {
+        let lineno = i + 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let (protocol, rest) = line
+            .split_once(':')
+            .ok_or_else(|| ParseError::new(lineno, format!("no ':' in {line:?}")))?;
+        let mut it = rest.split_ascii_whitespace();
+        while let Some(key) = it.next() {
+            let v = it.next().ok_or_else(|| {
+                ParseError::new(lineno, format!("{protocol}: {key} has no value"))
+            })?;
+            let value = v.parse().map_err(|_| {
+                ParseError::new(lineno, format!("{protocol} {key}: {v:?} is not a count"))
+            })?;
+            out.push(SockStat {
+                protocol: protocol.trim(),
+                key,
+                value,
+            });
+        }
+    }
+    if out.len() == start {
+        return Err(ParseError::new(0, "no socket counts"));
+    }
+    Ok(())
+}
+
+/// Counts the sockets of `/proc/net/tcp` or `tcp6` per state, adding to `counts`
+/// (index = state - 1, see [`TCP_STATES`]).
+pub fn parse_tcp_states(text: &str, counts: &mut [u64; 11]) -> Result<(), ParseError> {
+    let mut lines = text.lines();
+    let header = lines
+        .next()
+        .ok_or_else(|| ParseError::new(1, "empty file"))?;
+    if header.split_ascii_whitespace().nth(3) != Some("st") {
+        return Err(ParseError::new(
+            1,
+            format!("the fourth column is not 'st': {header:?}"),
+        ));
+    }
+    for (i, line) in lines.enumerate() {
+        let Some(st) = line.split_ascii_whitespace().nth(3) else {
+            if line.trim().is_empty() {
+                continue;
+            }
+            return Err(ParseError::new(i + 2, format!("short line {line:?}")));
+        };
+        let state = u8::from_str_radix(st, 16)
+            .ok()
+            .filter(|s| (1..=11).contains(s));
+        let state =
+            state.ok_or_else(|| ParseError::new(i + 2, format!("unknown TCP state {st:?}")))?;
+        counts[usize::from(state) - 1] += 1;
+    }
+    Ok(())
+}
+
+/// Finds `AT_PAGESZ` in an auxiliary vector: native-endian (type, value) word pairs, ended
+/// by type 0. The words are this process's `usize`, since `self/auxv` is our own.
+pub fn parse_auxv_page_size(auxv: &[u8]) -> Result<u64, ParseError> {
+    const W: usize = std::mem::size_of::<usize>();
+    let word = |b: &[u8]| usize::from_ne_bytes(b.try_into().unwrap_or([0; W]));
+    for pair in auxv.chunks_exact(2 * W) {
+        let (key, value) = (word(&pair[..W]), word(&pair[W..]));
+        match key {
+            0 => break,
+            AT_PAGESZ if value.is_power_of_two() => return Ok(value as u64),
+            AT_PAGESZ => {
+                return Err(ParseError::new(
+                    0,
+                    format!("page size {value} is not a power of two"),
+                ))
+            }
+            _ => {}
+        }
+    }
+    Err(ParseError::new(0, "no AT_PAGESZ entry"))
+}
+
+pub struct SockstatCollector {
+    sockstat: PathBuf,
+    sockstat6: PathBuf,
+    tcp: PathBuf,
+    tcp6: PathBuf,
+    /// Bytes per page for `mem`; `None` when the auxiliary vector could not be read.
+    page_size: Option<u64>,
+    bufs: [String; 2],
+}
+
+impl SockstatCollector {
+    pub fn new(s: &Settings) -> Self {
+        let auxv = s.paths.proc("self/auxv");
+        // Without a page size, page-based memory is left out and everything else still works.
+        let page_size = std::fs::read(&auxv)
+            .ok()
+            .and_then(|b| parse_auxv_page_size(&b).ok());
+        if page_size.is_none() {
+            tracing::info!(path = %auxv.display(), "no page size: socket memory in pages is not exposed");
+        }
+        SockstatCollector {
+            sockstat: s.paths.proc("net/sockstat"),
+            sockstat6: s.paths.proc("net/sockstat6"),
+            tcp: s.paths.proc("net/tcp"),
+            tcp6: s.paths.proc("net/tcp6"),
+            page_size,
+            bufs: Default::default(),
+        }
+    }
+}
+
+/// Reads a file the host may lack (no IPv6): `Ok(false)` when it is missing.
+fn read_optional(path: &Path, buf: &mut String) -> Result<bool, CollectError> {
+    match read_into(path, buf) {
+        Ok(()) => Ok(true),
+        Err(e) if e.is_unsupported() => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+impl Collector for SockstatCollector {
+    fn name(&self) -> &'static str {
+        "sockstat"
+    }
+
+    fn update(&mut self, out: &mut Scrape) -> Result<(), CollectError> {
+        let [b4, b6] = &mut self.bufs;
+        read_into(&self.sockstat, b4)?;
+        let has6 = read_optional(&self.sockstat6, b6)?;
+        let mut stats = Vec::with_capacity(32);
+        parse_sockstat(b4, &mut stats).map_err(|e| CollectError::parse(&self.sockstat, e))?;
+        if has6 {
+            parse_sockstat(b6, &mut stats).map_err(|e| CollectError::parse(&self.sockstat6, e))?;
+        }
+        for s in &stats {
+            match (s.protocol, s.key) {
+                ("sockets", "used") => out.push1(&SOCKETS_USED, s.value as f64),
+                (_, "mem") => {
+                    if let Some(page) = self.page_size {
+                        out.push(
+                            &SOCKET_MEMORY,
+                            vec![("protocol", s.protocol.to_string())],
+                            s.value as f64 * page as f64,
+                        );
+                    }
+                }
+                (_, "memory") => out.push(
+                    &SOCKET_MEMORY,
+                    vec![("protocol", s.protocol.to_string())],
+                    s.value as f64,
+                ),
+                (p, k) => out.push(
+                    &SOCKETS,
+                    vec![("protocol", p.to_string()), ("state", k.to_string())],
+                    s.value as f64,
+                ),
+            }
+        }
+
+        let mut counts = [0u64; 11];
+        read_into(&self.tcp, b4)?;
+        parse_tcp_states(b4, &mut counts).map_err(|e| CollectError::parse(&self.tcp, e))?;
+        if read_optional(&self.tcp6, b4)? {
+            parse_tcp_states(b4, &mut counts).map_err(|e| CollectError::parse(&self.tcp6, e))?;
+        }
+        for (state, n) in TCP_STATES.iter().zip(counts) {
+            out.push(
+                &TCP_CONNECTIONS,
+                vec![("state", (*state).to_string())],
+                n as f64,
+            );
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn sockstat() {
+        let text =
+            "sockets: used 14\nTCP: inuse 5 orphan 0 tw 2 alloc 7 mem 1\nUDP: inuse 0 mem 0\n\
+                    FRAG: inuse 0 memory 0\n";
+        let mut v = Vec::new();
+        parse_sockstat(text, &mut v).unwrap();
+        assert_eq!(v.len(), 10);
+        assert_eq!(
+            v[0],
+            SockStat {
+                protocol: "sockets",
+                key: "used",
+                value: 14
+            }
+        );
+        assert_eq!(
+            v[3],
+            SockStat {
+                protocol: "TCP",
+                key: "tw",
+                value: 2
+            }
+        );
+        assert_eq!(
+            v[5],
+            SockStat {
+                protocol: "TCP",
+                key: "mem",
+                value: 1
+            }
+        );
+        parse_sockstat("TCP6: inuse 3\n", &mut v).unwrap();
+        assert_eq!(
+            v[10],
+            SockStat {
+                protocol: "TCP6",
+                key: "inuse",
+                value: 3
+            }
+        );
+        for bad in [
+            "",
+            "TCP inuse 1\n",
+            "TCP: inuse\n",
+            "TCP: inuse x\n",
+            "TCP: inuse -1\n",
+        ] {
+            assert!(parse_sockstat(bad, &mut Vec::new()).is_err(), "{bad:?}");
+        }
+    }
+
+    const TCP: &str = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n\
+   0: 00000000:07E8 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1149 1 0 100 0 0 10 0\n\
+   1: 0100007F:A1B2 0100007F:07E8 01 00000000:00000000 00:00000000 00000000     0        0 2211 1 0 20 4 30 10 -1\n\
+   2: 0100007F:A1B4 0100007F:07E8 06 00000000:00000000 03:00001234 00000000     0        0 0 3 0\n\
+   3: 0100007F:A1B6 0100007F:07E8 0B 00000000:00000000 00:00000000 00000000     0        0 2212 1 0\n";
+
+    #[test]
+    fn tcp_states() {
+        let mut c = [0; 11];
+        parse_tcp_states(TCP, &mut c).unwrap();
+        assert_eq!(c, [1, 0, 0, 0, 0, 1, 0, 0, 0, 1, 1]);
+        parse_tcp_states(TCP, &mut c).unwrap();
+        assert_eq!(c[9], 2, "tcp6 adds to tcp");
+        let header = TCP.lines().next().unwrap();
+        for bad in [
+            "",
+            "sl local rem tx\n",
+            &format!("{header}\n 0: a b 0C x\n"),
+            &format!("{header}\n 0: a b\n"),
+        ] {
+            assert!(parse_tcp_states(bad, &mut c).is_err(), "{bad:?}");
+        }
+        assert!(
+            parse_tcp_states(&format!("{header}\n"), &mut c).is_ok(),
+            "no sockets"
+        );
+    }
+
+    #[test]
+    fn auxv() {
+        let mut v: Vec<u8> = Vec::new();
+        for (k, val) in [
+            (33usize, 0x7fffusize),
+            (16, 0xbfff),
+            (AT_PAGESZ, 4096),
+            (0, 0),
+        ] {
+            v.extend_from_slice(&k.to_ne_bytes());
+            v.extend_from_slice(&val.to_ne_bytes());
+        }
+        assert_eq!(parse_auxv_page_size(&v), Ok(4096));
+        assert!(parse_auxv_page_size(&v[..32]).is_err());
+        assert!(parse_auxv_page_size(&[]).is_err());
+        let real = std::fs::read(crate::paths::Paths::default().proc("self/auxv"))
+            .expect("procfs is mounted");
+        let page = parse_auxv_page_size(&real).unwrap();
+        assert!(page >= 4096 && page.is_power_of_two());
+    }
+
+    proptest! {
+        #[test]
+        fn never_panics(s in "\\PC*", b in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let _ = parse_sockstat(&s, &mut Vec::new());
+            let _ = parse_tcp_states(&s, &mut [0; 11]);
+            let _ = parse_auxv_page_size(&b);
+        }
+
+        #[test]
+        fn never_panics_after_a_good_header(s in "( +[0-9]+: [0-9A-F:]{0,13} [0-9A-F:]{0,13} [0-9A-Fa-z]{0,3}( .{0,10})?\n){0,4}") {
+            let _ = parse_tcp_states(&format!("{}\n{s}", TCP.lines().next().unwrap()), &mut [0; 11]);
+        }
+    }
+}
