@@ -27,6 +27,9 @@ pub struct Flags {
     /// sysfs mount point.
     #[arg(long = "path.sysfs", default_value = crate::paths::DEFAULT_SYSFS)]
     pub sysfs: PathBuf,
+    /// Device directory, for the MSR device files (cpu/N/msr).
+    #[arg(long = "path.devfs", default_value = crate::paths::DEFAULT_DEVFS)]
+    pub devfs: PathBuf,
     /// YAML configuration file (vendor perf events); see exporter/examples/perf-events.yml.
     #[arg(long = "config.file")]
     pub config_file: Option<PathBuf>,
@@ -109,7 +112,7 @@ fn from_matches(m: &ArgMatches) -> Result<Cli, clap::Error> {
         .map(|e| e.name)
         .collect();
     let mut settings = Settings {
-        paths: Paths::new(&flags.procfs, &flags.sysfs),
+        paths: Paths::new(&flags.procfs, &flags.sysfs).with_devfs(&flags.devfs),
         netdev: flags.netdev.clone(),
         diskstats: flags.diskstats.clone(),
         interrupts: flags.interrupts.clone(),

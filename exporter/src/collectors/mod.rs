@@ -14,6 +14,7 @@ pub mod hugepages;
 pub mod hwmon;
 pub mod interrupts;
 pub mod meminfo;
+pub mod msr;
 pub mod netdev;
 pub mod netstat;
 pub mod numa;
@@ -175,6 +176,13 @@ Entry {
     help: "Per-CPU perf counters (instructions, cycles, cache, branches, stalls, software events, raw events from --config.file); needs CAP_PERFMON",
     metrics: perf::METRICS,
     new: |s| Box::new(perf::PerfCollector::new(s)),
+},
+Entry {
+    name: "msr",
+    default_enabled: true,
+    help: "turbostat counters per CPU (APERF, MPERF, TSC, SMI count) and C-state residency, from the perf msr/cstate PMUs or /dev/cpu/N/msr",
+    metrics: msr::METRICS,
+    new: |s| Box::new(msr::MsrCollector::new(s)),
 }];
 
 /// Looks up a collector by name.

@@ -1,0 +1,205 @@
+//! The msr collector on this host (the perf msr PMU offers the TSC here), on a sysfs tree whose
+//! PMUs stand in for msr and cstate_core with the kernel's software clock, and on an MSR
+//! device tree whose registers hold known values.
+
+use super::*;
+use crate::paths::Paths;
+use proptest::prelude::*;
+use std::path::{Path, PathBuf};
+
+fn tmpdir(tag: &str) -> PathBuf {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let d = std::env::temp_dir().join(format!("reveal-msr-{tag}-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn write(root: &Path, rel: &str, text: &str) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+fn samples(c: &mut MsrCollector) -> Vec<(String, Vec<(&'static str, String)>, f64)> {
+    let mut s = Scrape::new();
+    c.update(&mut s).expect("update");
+    s.families()
+        .flat_map(|f| {
+            f.samples
+                .iter()
+                .map(move |x| (f.desc.sample_name(), x.labels.clone(), x.value))
+        })
+        .collect()
+}
+
+fn perf_allowed() -> bool {
+    let spec = EventSpec::new(crate::perf_sys::TYPE_SOFTWARE, 0);
+    match KernelOpener.open(&spec, 0, None) {
+        Ok(_) => true,
+        Err(e) => {
+            let msg = format!("SKIPPED: per-CPU perf events cannot be opened here: {e}");
+            assert!(std::env::var_os("CI").is_none(), "{msg}");
+            eprintln!("{msg}");
+            false
+        }
+    }
+}
+
+#[test]
+fn pmu_event_aliases() {
+    assert_eq!(parse_pmu_event("event=0x03\n").unwrap(), 3);
+    assert_eq!(parse_pmu_event("event=0x00").unwrap(), 0);
+    assert_eq!(parse_pmu_event("event=7").unwrap(), 7);
+    assert!(parse_pmu_event("umask=0x1").is_err());
+    assert!(parse_pmu_event("event=0xzz").is_err());
+    assert!(parse_pmu_event("").is_err());
+}
+
+proptest! {
+    #[test]
+    fn pmu_event_parser_never_panics(s in ".{0,30}") {
+        let _ = parse_pmu_event(&s);
+    }
+}
+
+#[test]
+fn msr_device_registers_are_read_as_written() {
+    let root = tmpdir("dev");
+    write(&root, "sys/devices/system/cpu/online", "0-1\n");
+    for (cpu, base) in [(0u64, 1000u64), (1, 5000)] {
+        // The device addresses a register by its number, a file by its byte offset, so in this
+        // stand-in MPERF (0xE7) is one byte of its own followed by the low 7 bytes of APERF.
+        let mut regs = vec![0u8; 0xe8 + 8];
+        for (addr, v) in [(0x10usize, base * 3), (0x34, 2), (0xe8, base)] {
+            regs[addr..addr + 8].copy_from_slice(&v.to_le_bytes());
+        }
+        regs[0xe7] = 0x10;
+        let p = root.join(format!("dev/cpu/{cpu}/msr"));
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, regs).unwrap();
+    }
+    let s = Settings {
+        paths: Paths::new(root.join("proc"), root.join("sys")).with_devfs(root.join("dev")),
+        ..Settings::default()
+    };
+    let mut c = MsrCollector::new(&s);
+    let got = samples(&mut c);
+    let find = |name: &str, cpu: &str| {
+        got.iter()
+            .find(|(n, l, _)| n == name && l[0].1 == cpu)
+            .map(|x| x.2)
+            .unwrap_or_else(|| panic!("{name} cpu {cpu} missing in {got:?}"))
+    };
+    assert_eq!(find("reveal_cpu_aperf_cycles_total", "1"), 5000.0);
+    assert_eq!(
+        find("reveal_cpu_mperf_cycles_total", "1"),
+        (5000 * 256 + 0x10) as f64
+    );
+    assert_eq!(find("reveal_cpu_tsc_cycles_total", "0"), 3000.0);
+    assert_eq!(find("reveal_cpu_smi_total", "0"), 2.0);
+    // The registers of a file do not move, so no TSC frequency can be measured.
+    assert!(!got
+        .iter()
+        .any(|(n, _, _)| n == "reveal_cpu_tsc_frequency_hertz"));
+}
+
+#[test]
+fn sysfs_pmus_drive_msr_and_cstate_groups() {
+    if !perf_allowed() {
+        return;
+    }
+    // The PMU `type` 1 is PERF_TYPE_SOFTWARE and event 0 its cpu-clock: the kernel opens a
+    // real, moving counter wherever the collector would open an msr or cstate event.
+    let root = tmpdir("pmu");
+    write(&root, "sys/devices/system/cpu/online", "0\n");
+    write(&root, "sys/bus/event_source/devices/msr/type", "1\n");
+    for e in ["tsc", "aperf", "mperf"] {
+        write(
+            &root,
+            &format!("sys/bus/event_source/devices/msr/events/{e}"),
+            "event=0x00\n",
+        );
+    }
+    write(
+        &root,
+        "sys/bus/event_source/devices/cstate_core/type",
+        "1\n",
+    );
+    write(
+        &root,
+        "sys/bus/event_source/devices/cstate_core/cpumask",
+        "0\n",
+    );
+    write(
+        &root,
+        "sys/bus/event_source/devices/cstate_core/events/c6-residency",
+        "event=0x00\n",
+    );
+    write(
+        &root,
+        "sys/bus/event_source/devices/cstate_core/events/c6-residency.unit",
+        "ignored\n",
+    );
+    let s = Settings {
+        paths: Paths::new(root.join("proc"), root.join("sys")).with_devfs(root.join("dev")),
+        ..Settings::default()
+    };
+    let mut c = MsrCollector::new(&s);
+    let got = samples(&mut c);
+    let names: Vec<&str> = got.iter().map(|x| x.0.as_str()).collect();
+    for want in [
+        "reveal_cpu_tsc_cycles_total",
+        "reveal_cpu_aperf_cycles_total",
+        "reveal_cpu_mperf_cycles_total",
+        "reveal_cpu_cstate_residency_cycles_total",
+        "reveal_cpu_tsc_frequency_hertz",
+    ] {
+        assert!(names.contains(&want), "{want} missing: {names:?}");
+    }
+    let cs = got
+        .iter()
+        .find(|x| x.0 == "reveal_cpu_cstate_residency_cycles_total")
+        .unwrap();
+    assert_eq!(
+        cs.1,
+        vec![
+            ("cpu", "0".into()),
+            ("scope", "core".into()),
+            ("state", "c6".into())
+        ]
+    );
+    // cpu-clock counts nanoseconds: the "TSC" measured here runs at about 1 GHz.
+    let hz = got
+        .iter()
+        .find(|x| x.0 == "reveal_cpu_tsc_frequency_hertz")
+        .unwrap()
+        .2;
+    assert!((0.5e9..1.5e9).contains(&hz), "{hz}");
+}
+
+#[test]
+fn this_host() {
+    let s = Settings::default();
+    let mut c = MsrCollector::new(&s);
+    let mut out = Scrape::new();
+    match c.update(&mut out) {
+        Ok(()) => {
+            let tsc: Vec<_> = out
+                .families()
+                .filter(|f| std::ptr::eq(f.desc, &TSC))
+                .flat_map(|f| &f.samples)
+                .collect();
+            eprintln!(
+                "msr on this host: {} families, {} TSC series",
+                out.families().count(),
+                tsc.len()
+            );
+        }
+        Err(e) => {
+            assert!(e.is_unsupported(), "{e}");
+            eprintln!("msr unsupported on this host: {e}");
+        }
+    }
+}
