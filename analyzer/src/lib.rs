@@ -4,3 +4,4 @@ pub mod detect;
 pub mod config;
 pub mod http;
 pub mod remote_write;
+pub mod eval;
