@@ -3,30 +3,12 @@
 //! `level:metric:operations` convention with a comment each, and the example `prometheus.yml`
 //! and `alertmanager.yml` pass their tools' config checks.
 
+use reveal_e2e::require_tool as tool;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The path of `tool` on PATH; `None` (after a loud note) when it is missing outside CI.
-/// In CI (`CI` set) a missing tool fails the test: `.ci/run` installs it.
-fn tool(name: &str, package: &str) -> Option<PathBuf> {
-    let found = std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join(name))
-            .find(|p| p.is_file())
-    });
-    if found.is_none() {
-        let msg =
-            format!("{name} not found on PATH (Debian package {package}; .ci/run installs it)");
-        if std::env::var_os("CI").is_some() {
-            panic!("{msg}");
-        }
-        eprintln!("\n*** SKIPPED: {msg} ***\n");
-    }
-    found
 }
 
 fn files(dir: &str, suffix: &str) -> Vec<PathBuf> {
