@@ -12,6 +12,7 @@ pub mod cpuidle;
 pub mod diskstats;
 pub mod hugepages;
 pub mod hwmon;
+pub mod infiniband;
 pub mod interrupts;
 pub mod meminfo;
 pub mod msr;
@@ -169,6 +170,13 @@ Entry {
     help: "Socket counts and buffer memory per protocol (/proc/net/sockstat, sockstat6) and TCP connections per state (/proc/net/tcp, tcp6)",
     metrics: sockstat::METRICS,
     new: |s| Box::new(sockstat::SockstatCollector::new(s)),
+},
+Entry {
+    name: "infiniband",
+    default_enabled: true,
+    help: "InfiniBand port state, rate, traffic and error counters from /sys/class/infiniband",
+    metrics: infiniband::METRICS,
+    new: |s| Box::new(infiniband::InfinibandCollector::new(s)),
 },
 Entry {
     name: "perf",
