@@ -5,3 +5,4 @@ pub mod config;
 pub mod http;
 pub mod remote_write;
 pub mod eval;
+pub mod alertmanager;

@@ -16,8 +16,10 @@
 //! ```
 #![deny(clippy::all)]
 
+pub mod alertmanager;
 pub mod http;
 pub mod prometheus;
+pub mod recorder;
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
