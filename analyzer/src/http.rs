@@ -254,21 +254,32 @@ impl HttpClient {
     /// Sends a request and returns the body of a 2xx answer; other statuses become
     /// [`HttpError::Status`] with the start of the body for the log.
     pub async fn send(&self, url: &str, rb: reqwest::RequestBuilder) -> Result<Vec<u8>, HttpError> {
+        let (status, body) = self.fetch(url, rb).await?;
+        if !(200..300).contains(&status) {
+            let text = String::from_utf8_lossy(&body[..body.len().min(512)]).into_owned();
+            return Err(HttpError::Status {
+                url: url.to_string(),
+                status,
+                body: text,
+            });
+        }
+        Ok(body)
+    }
+
+    /// Sends a request and returns status and body whatever the status (APIs that explain
+    /// their errors in the body); only transport failures are errors.
+    pub async fn fetch(
+        &self,
+        url: &str,
+        rb: reqwest::RequestBuilder,
+    ) -> Result<(u16, Vec<u8>), HttpError> {
         let resp = rb.send().await.map_err(|e| HttpError::transport(url, e))?;
-        let status = resp.status();
+        let status = resp.status().as_u16();
         let body = resp
             .bytes()
             .await
             .map_err(|e| HttpError::transport(url, e))?;
-        if !status.is_success() {
-            let text = String::from_utf8_lossy(&body[..body.len().min(512)]).into_owned();
-            return Err(HttpError::Status {
-                url: url.to_string(),
-                status: status.as_u16(),
-                body: text,
-            });
-        }
-        Ok(body.to_vec())
+        Ok((status, body.to_vec()))
     }
 }
 

@@ -6,3 +6,4 @@ pub mod http;
 pub mod remote_write;
 pub mod eval;
 pub mod alertmanager;
+pub mod promapi;
