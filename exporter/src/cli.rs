@@ -54,6 +54,8 @@ pub struct Flags {
     pub diskstats: crate::collectors::diskstats::DiskstatsArgs,
     #[command(flatten)]
     pub interrupts: crate::collectors::interrupts::InterruptsArgs,
+    #[command(flatten)]
+    pub gpu: crate::collectors::gpu::GpuArgs,
 }
 
 /// The parsed command line: flags plus the resolved set of enabled collectors.
@@ -116,6 +118,7 @@ fn from_matches(m: &ArgMatches) -> Result<Cli, clap::Error> {
         netdev: flags.netdev.clone(),
         diskstats: flags.diskstats.clone(),
         interrupts: flags.interrupts.clone(),
+        gpu: flags.gpu.clone(),
         ..Settings::default()
     };
     // Bad files are refused here, at start, with clap's usage error and exit status.

@@ -10,6 +10,8 @@ use crate::scrape::{Desc, Scrape};
 pub mod cpufreq;
 pub mod cpuidle;
 pub mod diskstats;
+pub mod gpu;
+pub mod gpu_map;
 pub mod hugepages;
 pub mod hwmon;
 pub mod infiniband;
@@ -42,6 +44,7 @@ pub struct Settings {
     pub netdev: netdev::NetdevArgs,
     pub diskstats: diskstats::DiskstatsArgs,
     pub interrupts: interrupts::InterruptsArgs,
+    pub gpu: gpu::GpuArgs,
     /// The exporter's YAML configuration (`--config.file`).
     pub config: std::sync::Arc<crate::config::ExporterConfig>,
     /// The metric selection (`--metrics.selection`); `None` exposes everything.
@@ -191,6 +194,13 @@ Entry {
     help: "turbostat counters per CPU (APERF, MPERF, TSC, SMI count) and C-state residency, from the perf msr/cstate PMUs or /dev/cpu/N/msr",
     metrics: msr::METRICS,
     new: |s| Box::new(msr::MsrCollector::new(s)),
+},
+Entry {
+    name: "gpu",
+    default_enabled: true,
+    help: "NVIDIA GPUs through NVML loaded at run time (utilization, memory, power, energy, clocks, PCIe link, ECC, retired pages, throttle reasons, NVLink)",
+    metrics: gpu::METRICS,
+    new: |s| Box::new(gpu::GpuCollector::new(s)),
 }];
 
 /// Looks up a collector by name.
