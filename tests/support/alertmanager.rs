@@ -42,6 +42,24 @@ impl Alertmanager {
         am
     }
 
+    /// Starts an Alertmanager with the given `alertmanager.yml` contents (e.g. the stack's
+    /// rules/alertmanager.yml).
+    pub fn with_config(yaml: &str) -> Alertmanager {
+        let dir = TempDir::new("reveal-alertmanager");
+        dir.write("alertmanager.yml", yaml);
+        let mut am = Alertmanager {
+            proc: None,
+            addr: loopback(free_port()),
+            dir,
+        };
+        am.start();
+        am
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
     /// (Re)starts the process on the same port and storage.
     pub fn start(&mut self) {
         let bin = available().expect("prometheus-alertmanager is not installed");

@@ -54,9 +54,9 @@ impl Builder {
         );
         proc.wait_http_ready(addr, "/-/ready", Duration::from_secs(30));
         Prometheus {
-            proc,
+            proc: Some(proc),
             addr,
-            _dir: dir,
+            _dir: Some(dir),
         }
     }
 }
@@ -79,9 +79,10 @@ pub struct Series {
 /// A running Prometheus, stopped (and its data removed) on drop.
 #[derive(Debug)]
 pub struct Prometheus {
-    proc: Proc,
+    /// `None` for a Prometheus this test did not start ([`Prometheus::at`]).
+    proc: Option<Proc>,
     addr: SocketAddr,
-    _dir: TempDir,
+    _dir: Option<TempDir>,
 }
 
 impl Prometheus {
@@ -107,6 +108,16 @@ impl Prometheus {
         ))
     }
 
+    /// The query helpers for a Prometheus started elsewhere (e.g. by scripts/quickstart.sh);
+    /// dropping it stops nothing.
+    pub fn at(addr: SocketAddr) -> Prometheus {
+        Prometheus {
+            proc: None,
+            addr,
+            _dir: None,
+        }
+    }
+
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
@@ -116,7 +127,10 @@ impl Prometheus {
     }
 
     pub fn logs(&self) -> String {
-        self.proc.logs()
+        match &self.proc {
+            Some(p) => p.logs(),
+            None => format!("(Prometheus at {} was not started by this test)", self.addr),
+        }
     }
 
     /// Calls `GET /api/v1/<endpoint>?<params>` and returns `data`, or the API's error text.

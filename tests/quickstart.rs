@@ -1,0 +1,199 @@
+//! The README's first command, scripts/quickstart.sh, run for real on loopback with random
+//! ports and a temp state directory: it starts the exporter, Prometheus (with the stack's rules)
+//! and Alertmanager (and the analyzer when the build has `reveal-analyzer run`), they answer and
+//! hold data, and both ways of stopping (`down`, and Ctrl-C on a foreground run) leave nothing
+//! running. The debug profile is used, so the build step reuses the test build.
+
+use reveal_e2e::prometheus::{self, Prometheus};
+use reveal_e2e::{free_port, http, loopback, require_tool, Proc, TempDir};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+struct Run {
+    state: TempDir,
+    exporter: u16,
+    prometheus: u16,
+    alertmanager: u16,
+    analyzer: u16,
+}
+
+impl Run {
+    /// `None` (after a loud note) when Prometheus or Alertmanager is missing outside CI.
+    fn new() -> Option<Run> {
+        prometheus::available()?;
+        require_tool("prometheus-alertmanager", "prometheus-alertmanager")?;
+        Some(Run {
+            state: TempDir::new("reveal-quickstart"),
+            exporter: free_port(),
+            prometheus: free_port(),
+            alertmanager: free_port(),
+            analyzer: free_port(),
+        })
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(root().join("scripts/quickstart.sh"));
+        c.args(args)
+            .args(["--profile", "debug", "--no-install"])
+            .env("REVEAL_STATE_DIR", self.state.path())
+            .env("REVEAL_EXPORTER_PORT", self.exporter.to_string())
+            .env("REVEAL_PROMETHEUS_PORT", self.prometheus.to_string())
+            .env("REVEAL_ALERTMANAGER_PORT", self.alertmanager.to_string())
+            .env("REVEAL_ANALYZER_PORT", self.analyzer.to_string())
+            .current_dir(root());
+        c
+    }
+
+    fn ports(&self) -> [u16; 3] {
+        [self.exporter, self.prometheus, self.alertmanager]
+    }
+
+    fn listening(&self) -> Vec<u16> {
+        self.ports()
+            .into_iter()
+            .filter(|p| {
+                TcpStream::connect_timeout(&loopback(*p), Duration::from_millis(200)).is_ok()
+            })
+            .collect()
+    }
+
+    /// Waits until no port of the run accepts connections.
+    fn wait_all_closed(&self, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        while !self.listening().is_empty() {
+            assert!(
+                Instant::now() < deadline,
+                "still listening after stop: {:?}",
+                self.listening()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert!(
+            !self.state.path().join("pids").exists(),
+            "pids file left behind"
+        );
+    }
+
+    /// What a user checks first: the exporter is scraped and the recording rules and alerting
+    /// rules of rules/ are loaded and produce data.
+    fn check_stack(&self) {
+        let prom = Prometheus::at(loopback(self.prometheus));
+        let up = prom.wait_for_value(
+            &format!(
+                "up{{job=\"reveal\",instance=\"127.0.0.1:{}\"}}",
+                self.exporter
+            ),
+            |v| v == 1.0,
+            Duration::from_secs(30),
+        );
+        assert_eq!(up, 1.0);
+        let util = prom.wait_for_value(
+            "instance:reveal_cpu_utilization:ratio1s",
+            |v| (0.0..=1.0).contains(&v),
+            Duration::from_secs(30),
+        );
+        eprintln!("host CPU utilization through the recording rule: {util:.3}");
+        let groups = prom.api("rules", &[]).unwrap();
+        let names: Vec<&str> = groups["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|g| g["name"].as_str())
+            .collect();
+        for g in ["reveal-cpu", "reveal-io", "reveal-anomalies"] {
+            assert!(names.contains(&g), "rule group {g} not loaded: {names:?}");
+        }
+        let am = http::get(loopback(self.alertmanager), "/-/ready").unwrap();
+        assert_eq!(am.status, 200);
+        // Prometheus found the Alertmanager of this run.
+        let ams = prom.api("alertmanagers", &[]).unwrap();
+        assert!(
+            ams.to_string()
+                .contains(&format!("127.0.0.1:{}", self.alertmanager)),
+            "Prometheus does not send to this run's Alertmanager: {ams}"
+        );
+    }
+}
+
+#[test]
+fn detached_start_serves_the_stack_and_down_stops_it() {
+    let Some(run) = Run::new() else { return };
+    let out = run
+        .command(&["up", "--detach"])
+        .output()
+        .expect("running the quick start");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if !out.status.success() {
+        let _ = run.command(&["down"]).output();
+        panic!("quick start failed:\n{text}");
+    }
+    eprintln!("{text}");
+    // Stop it whatever happens below.
+    struct Down<'a>(&'a Run);
+    impl Drop for Down<'_> {
+        fn drop(&mut self) {
+            let _ = self.0.command(&["down"]).output();
+        }
+    }
+    let _down = Down(&run);
+    assert_eq!(
+        run.listening(),
+        run.ports().to_vec(),
+        "not every service listens"
+    );
+    run.check_stack();
+
+    let status = run.command(&["status"]).output().unwrap();
+    let status = String::from_utf8_lossy(&status.stdout).to_string();
+    assert!(status.contains("running  reveal-exporter"), "{status}");
+    let down = run.command(&["down"]).output().unwrap();
+    assert!(
+        down.status.success(),
+        "{}",
+        String::from_utf8_lossy(&down.stderr)
+    );
+    run.wait_all_closed(Duration::from_secs(10));
+}
+
+#[test]
+fn ctrl_c_on_a_foreground_run_stops_everything() {
+    let Some(run) = Run::new() else { return };
+    let mut proc = Proc::spawn("quickstart", &mut run.command(&["up", "--warmup", "1s"]));
+    // Ready when its Prometheus answers (the build step comes first).
+    proc.wait_http_ready(
+        loopback(run.prometheus),
+        "/-/ready",
+        Duration::from_secs(300),
+    );
+    Prometheus::at(loopback(run.prometheus)).wait_for_value(
+        "count(up{job=\"reveal\"} == 1)",
+        |v| v >= 1.0,
+        Duration::from_secs(30),
+    );
+    let status = Command::new("kill")
+        .args(["-INT", &proc.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while proc.exited().is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "the quick start ignored Ctrl-C:\n{}",
+            proc.logs()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    run.wait_all_closed(Duration::from_secs(10));
+    assert!(proc.logs().contains("stopped"), "{}", proc.logs());
+}
