@@ -1,0 +1,134 @@
+//! The metric selection (`--metrics.selection`): refused with the line of a bad entry; applied,
+//! it builds only the collectors it needs and exposes only the selected series.
+
+use reveal_exporter::collectors::{Settings, COLLECTORS};
+use reveal_exporter::runner::{Format, Runner};
+use reveal_exporter::selection::{Selection, SelectionError};
+use std::sync::Arc;
+
+fn err_line(text: &str) -> (Option<usize>, String) {
+    let dir = std::env::temp_dir().join(format!("reveal-selection-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(format!("sel-{}.yml", text.len()));
+    std::fs::write(&p, text).unwrap();
+    match Selection::load(&p) {
+        Err(SelectionError::Invalid { line, msg, .. }) => (line, msg),
+        other => panic!("expected refusal, got {other:?}"),
+    }
+}
+
+#[test]
+fn unknown_names_labels_and_regexes_are_refused_with_their_line() {
+    let (line, msg) =
+        err_line("metrics:\n  - reveal_cpu_time_seconds_total\n  - reveal_cpu_tim_seconds_total\n");
+    assert_eq!(line, Some(3), "{msg}");
+    assert!(msg.contains("reveal_cpu_tim_seconds_total"), "{msg}");
+
+    let (line, msg) = err_line(
+        "metrics:\n  - name: reveal_cpu_time_seconds_total\n    match: {mode: user}\n  - name: reveal_cpu_nope_total\n",
+    );
+    assert_eq!(line, Some(4), "{msg}");
+    assert!(msg.contains("reveal_cpu_nope_total"), "{msg}");
+
+    // The family name without _total is not a sample name.
+    let (line, msg) = err_line("metrics: [reveal_cpu_time_seconds]\n");
+    assert_eq!(line, Some(1), "{msg}");
+
+    let (_, msg) =
+        err_line("metrics:\n  - name: reveal_cpu_time_seconds_total\n    match: {cpuu: '0'}\n");
+    assert!(msg.contains("cpuu"), "{msg}");
+    let (_, msg) =
+        err_line("metrics:\n  - name: reveal_cpu_time_seconds_total\n    match: {mode: '(user'}\n");
+    assert!(msg.contains("mode"), "{msg}");
+    let (line, msg) = err_line("metric:\n  - reveal_cpu_time_seconds_total\n");
+    assert_eq!(line, Some(1), "{msg}");
+}
+
+#[test]
+fn every_metric_of_every_collector_can_be_selected() {
+    let mut text = String::from("metrics:\n");
+    for e in COLLECTORS {
+        for d in e.metrics {
+            text.push_str(&format!("  - {}\n", d.sample_name()));
+        }
+    }
+    let sel = Selection::parse(&text).unwrap();
+    for e in COLLECTORS {
+        assert!(e.metrics.iter().all(|d| sel.wants(d)), "{}", e.name);
+    }
+}
+
+#[test]
+fn only_selected_series_are_exposed_and_unneeded_collectors_not_built() {
+    let sel = Selection::parse(
+        "metrics:\n  - name: reveal_cpu_time_seconds_total\n    match: {mode: 'user|system'}\n  \
+         - reveal_cpu_context_switches_total\n",
+    )
+    .unwrap();
+    let settings = Settings {
+        selection: Some(Arc::new(sel)),
+        ..Settings::default()
+    };
+    let all: Vec<&str> = COLLECTORS.iter().map(|e| e.name).collect();
+    let runner = Runner::new(&all, &settings).unwrap();
+    assert_eq!(
+        runner.names(),
+        vec!["stat"],
+        "collectors with nothing selected must not be built"
+    );
+    let text = runner.render_as(Format::Text);
+    let samples: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+    let mut modes = std::collections::BTreeSet::new();
+    for l in &samples {
+        let name = l.split(['{', ' ']).next().unwrap();
+        match name {
+            "reveal_cpu_time_seconds_total" => {
+                let mode = l
+                    .split("mode=\"")
+                    .nth(1)
+                    .unwrap()
+                    .split('"')
+                    .next()
+                    .unwrap();
+                modes.insert(mode.to_string());
+            }
+            "reveal_cpu_context_switches_total" => {}
+            n if n.starts_with("reveal_exporter_") => {}
+            n => panic!("unselected series exposed: {n}\n{text}"),
+        }
+    }
+    assert_eq!(
+        modes.into_iter().collect::<Vec<_>>(),
+        vec!["system", "user"]
+    );
+    assert!(samples
+        .iter()
+        .any(|l| l.starts_with("reveal_cpu_context_switches_total")));
+    assert!(
+        !text.contains("# HELP reveal_cpu_guest_time"),
+        "empty families must not be written"
+    );
+}
+
+#[test]
+fn the_binary_refuses_a_bad_selection_at_start() {
+    let dir = std::env::temp_dir().join(format!("reveal-selection-bin-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("bad.yml");
+    std::fs::write(
+        &p,
+        "metrics:\n  - reveal_cpu_time_seconds_total\n  - reveal_no_such_metric\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_reveal-exporter"))
+        .args(["--once", "--metrics.selection"])
+        .arg(&p)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("reveal_no_such_metric") && stderr.contains("line 3"),
+        "{stderr}"
+    );
+}
