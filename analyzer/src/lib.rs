@@ -7,3 +7,4 @@ pub mod remote_write;
 pub mod eval;
 pub mod alertmanager;
 pub mod promapi;
+pub mod checkpoint;

@@ -167,3 +167,13 @@ fn garbage_never_panics() {
         let _ = key_lines(text);
     }
 }
+
+#[test]
+fn the_stack_config_loads() {
+    let text = include_str!("../../../deploy/analyzer.yml");
+    let c = Config::parse(text, Path::new("deploy/analyzer.yml")).unwrap();
+    assert!(c.outputs.alertmanager.is_some() && c.outputs.remote_write.is_some());
+    let names: Vec<String> = c.metrics.iter().map(MetricSpec::channel_name).collect();
+    assert!(names.contains(&"reveal_cpu_instructions_per_cycle".to_string()), "{names:?}");
+    assert!(names.contains(&"reveal_storage_written_bytes_total".to_string()), "{names:?}");
+}
