@@ -223,3 +223,34 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod example_tests {
+    use super::*;
+
+    /// The shipped example must stay loadable, and its AMD block (commented out) too.
+    #[test]
+    fn shipped_example_loads_with_both_vendor_blocks() {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/perf-events.yml");
+        let cfg = ExporterConfig::load(&p).unwrap();
+        let names: Vec<&str> = cfg.perf.events.iter().map(|e| e.name.as_str()).collect();
+        assert!(names.contains(&"cycle_activity.stalls_l3_miss") && names.contains(&"mem-stores"));
+        let text = std::fs::read_to_string(&p).unwrap();
+        let amd: String = text
+            .lines()
+            .skip_while(|l| !l.contains("AMD Zen 2"))
+            .skip(1)
+            .map(|l| l.replacen("    # ", "    ", 1))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let amd = ExporterConfig::parse(&format!("perf:\n  events:\n{amd}\n")).unwrap();
+        let e = amd
+            .perf
+            .events
+            .iter()
+            .find(|e| e.name == "ls_dc_accesses")
+            .unwrap();
+        assert_eq!(e.raw_config().unwrap(), 0x40);
+        assert_eq!(amd.perf.events.len(), 4);
+    }
+}
