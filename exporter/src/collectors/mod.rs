@@ -27,6 +27,7 @@ pub mod rapl;
 pub mod sockstat;
 pub mod softirqs;
 pub mod stat;
+pub mod tcpstat;
 pub mod vmstat;
 
 /// One source of metrics, updated on every scrape.
@@ -180,6 +181,13 @@ Entry {
     help: "InfiniBand port state, rate, traffic and error counters from /sys/class/infiniband",
     metrics: infiniband::METRICS,
     new: |s| Box::new(infiniband::InfinibandCollector::new(s)),
+},
+Entry {
+    name: "tcpstat",
+    default_enabled: false,
+    help: "TCP connections per state from /proc/net/tcp and tcp6 (off by default: each read walks the kernel's whole connection hash table, milliseconds)",
+    metrics: tcpstat::METRICS,
+    new: |s| Box::new(tcpstat::TcpstatCollector::new(s)),
 },
 Entry {
     name: "perf",

@@ -1,23 +1,19 @@
-//! Socket counts per protocol and TCP connections per state.
+//! Socket counts and socket buffer memory per protocol.
 //!
-//! Formats (<https://docs.kernel.org/networking/proc_net_tcp.html>, and `net/ipv4/proc.c`
-//! for sockstat, which the kernel documents only by its source):
+//! Format (documented only by its source, `sockstat_seq_show` in
+//! <https://git.kernel.org/pub/scm/linux/kernel/git/torvalds/linux.git/tree/net/ipv4/proc.c>
+//! and `sockstat6_seq_show` in `net/ipv6/proc.c`):
 //! ```text
 //! /proc/net/sockstat (and sockstat6 with TCP6, UDP6...):
 //!   sockets: used 14
 //!   TCP: inuse 5 orphan 0 tw 2 alloc 7 mem 1
 //!   FRAG: inuse 0 memory 0
-//! /proc/net/tcp and /proc/net/tcp6, one line per socket, `st` the state in hex:
-//!     sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid ...
-//!      0: 00000000:07E8 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0 ...
 //! ```
 //! `mem` counts pages; `memory` (FRAG) counts bytes. The page size comes from the auxiliary
 //! vector the kernel gave this process (`<procfs>/self/auxv`, `AT_PAGESZ`): it needs no
 //! `unsafe` libc call and follows `--path.procfs`; without it, page-based memory is omitted.
-//!
-//! Per-state counts are what `ss -s`/`ss -tan` shows. On a busy host `/proc/net/tcp` has a
-//! line per socket and can be megabytes: it is read into a buffer reused across scrapes and
-//! scanned without allocating. The netlink `sock_diag` interface would be the faster path.
+//! TCP connections per state are the tcpstat collector's (off by default: they cost a walk of
+//! the kernel's whole connection hash table).
 
 use super::{Collector, Settings};
 use crate::error::{CollectError, ParseError};
@@ -44,29 +40,8 @@ pub static SOCKET_MEMORY: Desc = Desc::gauge(
     &["protocol"],
     "Memory used by socket buffers per protocol (for FRAG: by IP reassembly queues).",
 );
-pub static TCP_CONNECTIONS: Desc = Desc::gauge(
-    "reveal_network_tcp_connections",
-    Unit::None,
-    &["state"],
-    "TCP sockets (IPv4 and IPv6) per state, as `ss` shows them.",
-);
 
-pub static METRICS: &[&Desc] = &[&SOCKETS_USED, &SOCKETS, &SOCKET_MEMORY, &TCP_CONNECTIONS];
-
-/// TCP states in kernel numbering (`include/net/tcp_states.h`): index + 1 is the `st` value.
-pub const TCP_STATES: [&str; 11] = [
-    "established",
-    "syn_sent",
-    "syn_recv",
-    "fin_wait1",
-    "fin_wait2",
-    "time_wait",
-    "close",
-    "close_wait",
-    "last_ack",
-    "listen",
-    "closing",
-];
+pub static METRICS: &[&Desc] = &[&SOCKETS_USED, &SOCKETS, &SOCKET_MEMORY];
 
 /// The auxiliary vector key of the page size (`include/uapi/linux/auxvec.h`).
 const AT_PAGESZ: usize = 6;
@@ -111,36 +86,6 @@ pub fn parse_sockstat<'a>(text: &'a str, out: &mut Vec<SockStat<'a>>) -> Result<
     Ok(())
 }
 
-/// Counts the sockets of `/proc/net/tcp` or `tcp6` per state, adding to `counts`
-/// (index = state - 1, see [`TCP_STATES`]).
-pub fn parse_tcp_states(text: &str, counts: &mut [u64; 11]) -> Result<(), ParseError> {
-    let mut lines = text.lines();
-    let header = lines
-        .next()
-        .ok_or_else(|| ParseError::new(1, "empty file"))?;
-    if header.split_ascii_whitespace().nth(3) != Some("st") {
-        return Err(ParseError::new(
-            1,
-            format!("the fourth column is not 'st': {header:?}"),
-        ));
-    }
-    for (i, line) in lines.enumerate() {
-        let Some(st) = line.split_ascii_whitespace().nth(3) else {
-            if line.trim().is_empty() {
-                continue;
-            }
-            return Err(ParseError::new(i + 2, format!("short line {line:?}")));
-        };
-        let state = u8::from_str_radix(st, 16)
-            .ok()
-            .filter(|s| (1..=11).contains(s));
-        let state =
-            state.ok_or_else(|| ParseError::new(i + 2, format!("unknown TCP state {st:?}")))?;
-        counts[usize::from(state) - 1] += 1;
-    }
-    Ok(())
-}
-
 /// Finds `AT_PAGESZ` in an auxiliary vector: native-endian (type, value) word pairs, ended
 /// by type 0. The words are this process's `usize`, since `self/auxv` is our own.
 pub fn parse_auxv_page_size(auxv: &[u8]) -> Result<u64, ParseError> {
@@ -166,8 +111,6 @@ pub fn parse_auxv_page_size(auxv: &[u8]) -> Result<u64, ParseError> {
 pub struct SockstatCollector {
     sockstat: PathBuf,
     sockstat6: PathBuf,
-    tcp: PathBuf,
-    tcp6: PathBuf,
     /// Bytes per page for `mem`; `None` when the auxiliary vector could not be read.
     page_size: Option<u64>,
     bufs: [String; 2],
@@ -186,8 +129,6 @@ impl SockstatCollector {
         SockstatCollector {
             sockstat: s.paths.proc("net/sockstat"),
             sockstat6: s.paths.proc("net/sockstat6"),
-            tcp: s.paths.proc("net/tcp"),
-            tcp6: s.paths.proc("net/tcp6"),
             page_size,
             bufs: Default::default(),
         }
@@ -242,19 +183,6 @@ impl Collector for SockstatCollector {
             }
         }
 
-        let mut counts = [0u64; 11];
-        read_into(&self.tcp, b4)?;
-        parse_tcp_states(b4, &mut counts).map_err(|e| CollectError::parse(&self.tcp, e))?;
-        if read_optional(&self.tcp6, b4)? {
-            parse_tcp_states(b4, &mut counts).map_err(|e| CollectError::parse(&self.tcp6, e))?;
-        }
-        for (state, n) in TCP_STATES.iter().zip(counts) {
-            out.push(
-                &TCP_CONNECTIONS,
-                vec![("state", (*state).to_string())],
-                n as f64,
-            );
-        }
         Ok(())
     }
 }
@@ -316,34 +244,6 @@ mod tests {
         }
     }
 
-    const TCP: &str = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n\
-   0: 00000000:07E8 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1149 1 0 100 0 0 10 0\n\
-   1: 0100007F:A1B2 0100007F:07E8 01 00000000:00000000 00:00000000 00000000     0        0 2211 1 0 20 4 30 10 -1\n\
-   2: 0100007F:A1B4 0100007F:07E8 06 00000000:00000000 03:00001234 00000000     0        0 0 3 0\n\
-   3: 0100007F:A1B6 0100007F:07E8 0B 00000000:00000000 00:00000000 00000000     0        0 2212 1 0\n";
-
-    #[test]
-    fn tcp_states() {
-        let mut c = [0; 11];
-        parse_tcp_states(TCP, &mut c).unwrap();
-        assert_eq!(c, [1, 0, 0, 0, 0, 1, 0, 0, 0, 1, 1]);
-        parse_tcp_states(TCP, &mut c).unwrap();
-        assert_eq!(c[9], 2, "tcp6 adds to tcp");
-        let header = TCP.lines().next().unwrap();
-        for bad in [
-            "",
-            "sl local rem tx\n",
-            &format!("{header}\n 0: a b 0C x\n"),
-            &format!("{header}\n 0: a b\n"),
-        ] {
-            assert!(parse_tcp_states(bad, &mut c).is_err(), "{bad:?}");
-        }
-        assert!(
-            parse_tcp_states(&format!("{header}\n"), &mut c).is_ok(),
-            "no sockets"
-        );
-    }
-
     #[test]
     fn auxv() {
         let mut v: Vec<u8> = Vec::new();
@@ -369,13 +269,8 @@ mod tests {
         #[test]
         fn never_panics(s in "\\PC*", b in proptest::collection::vec(any::<u8>(), 0..200)) {
             let _ = parse_sockstat(&s, &mut Vec::new());
-            let _ = parse_tcp_states(&s, &mut [0; 11]);
             let _ = parse_auxv_page_size(&b);
         }
 
-        #[test]
-        fn never_panics_after_a_good_header(s in "( +[0-9]+: [0-9A-F:]{0,13} [0-9A-F:]{0,13} [0-9A-Fa-z]{0,3}( .{0,10})?\n){0,4}") {
-            let _ = parse_tcp_states(&format!("{}\n{s}", TCP.lines().next().unwrap()), &mut [0; 11]);
-        }
     }
 }
