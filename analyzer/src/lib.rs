@@ -8,3 +8,7 @@ pub mod eval;
 pub mod alertmanager;
 pub mod promapi;
 pub mod checkpoint;
+pub mod matrix;
+pub mod kinds;
+pub mod source;
+pub mod online;

@@ -1,0 +1,276 @@
+//! Online episodes: consecutive flagged windows of a host merge into one episode, so one
+//! incident is one alert, opened once and resolved once (DESIGN "Analyzer", step 6).
+//!
+//! Windows arrive one stride apart. An episode opens after `open_after` consecutive windows
+//! flagged by at least `min_agreement` detectors (one detector at its 99th percentile flags
+//! about one window in a hundred by design; requiring agreement or persistence keeps that
+//! out of Alertmanager), extends while windows keep being flagged, and closes after
+//! `close_after` windows in a row that are not.
+
+use std::collections::BTreeMap;
+
+use crate::checkpoint::OpenEpisode;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TrackerParams {
+    pub min_agreement: u32,
+    pub open_after: u32,
+    pub close_after: u32,
+    /// Window length, to date an episode from the start of its first window.
+    pub window_ms: i64,
+}
+
+/// What the analysis says about one window of one host.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    pub instance: String,
+    pub end_ms: i64,
+    pub agreement: u32,
+    /// Names of the detectors that flagged it.
+    pub detectors: Vec<String>,
+    /// Share of the window's attribution per subsystem (sums to 1 when flagged).
+    pub subsystems: Vec<(String, f64)>,
+    /// The top claim, and the evidence behind it.
+    pub summary: String,
+    pub description: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    Opened(OpenEpisode),
+    Extended(OpenEpisode),
+    /// The episode and the end of its last flagged window.
+    Closed(OpenEpisode),
+}
+
+#[derive(Debug, Default)]
+struct HostState {
+    /// Flagged windows not yet part of an episode (fewer than `open_after`).
+    pending: Vec<Verdict>,
+    open: Option<OpenEpisode>,
+    quiet: u32,
+}
+
+/// Severity label from agreement: one detector is `info`, two `warning`, three `critical`.
+pub fn severity(agreement: u32) -> &'static str {
+    match agreement {
+        0 | 1 => "info",
+        2 => "warning",
+        _ => "critical",
+    }
+}
+
+#[derive(Debug)]
+pub struct Tracker {
+    params: TrackerParams,
+    hosts: BTreeMap<String, HostState>,
+}
+
+impl Tracker {
+    pub fn new(params: TrackerParams) -> Tracker {
+        Tracker {
+            params,
+            hosts: BTreeMap::new(),
+        }
+    }
+
+    /// Re-opens episodes saved in a checkpoint, so their next windows extend them.
+    pub fn restore(&mut self, episodes: &[OpenEpisode]) {
+        for e in episodes {
+            self.hosts.entry(e.instance.clone()).or_default().open = Some(e.clone());
+        }
+    }
+
+    /// Episodes open now.
+    pub fn open(&self) -> Vec<OpenEpisode> {
+        self.hosts.values().filter_map(|h| h.open.clone()).collect()
+    }
+
+    /// Feeds one window (windows of a host in time order) and says what changed.
+    pub fn observe(&mut self, v: Verdict) -> Option<Event> {
+        let p = self.params;
+        let flagged = v.agreement >= p.min_agreement.max(1);
+        let h = self.hosts.entry(v.instance.clone()).or_default();
+        if let Some(ep) = h.open.as_mut() {
+            if v.end_ms <= ep.last_flagged_ms {
+                return None; // already seen (a restart re-analyzing an overlap)
+            }
+            if flagged {
+                h.quiet = 0;
+                ep.last_flagged_ms = v.end_ms;
+                if v.agreement >= ep.peak_agreement {
+                    ep.peak_agreement = v.agreement;
+                    ep.severity = severity(v.agreement).to_string();
+                    ep.summary = v.summary;
+                    ep.description = v.description;
+                    ep.detectors = v.detectors.join(",");
+                }
+                return Some(Event::Extended(ep.clone()));
+            }
+            h.quiet += 1;
+            if h.quiet >= p.close_after.max(1) {
+                h.quiet = 0;
+                return h.open.take().map(Event::Closed);
+            }
+            return None;
+        }
+        if !flagged {
+            h.pending.clear();
+            return None;
+        }
+        h.pending.push(v);
+        if (h.pending.len() as u32) < p.open_after.max(1) {
+            return None;
+        }
+        let pending = std::mem::take(&mut h.pending);
+        let ep = open_episode(&pending, p.window_ms);
+        h.open = Some(ep.clone());
+        Some(Event::Opened(ep))
+    }
+}
+
+fn open_episode(windows: &[Verdict], window_ms: i64) -> OpenEpisode {
+    let first = &windows[0];
+    let last = &windows[windows.len() - 1];
+    // The strongest window speaks for the episode; the latest among equals.
+    let best = windows
+        .iter()
+        .rev()
+        .max_by_key(|w| w.agreement)
+        .unwrap_or(last);
+    let mut weight: BTreeMap<&str, f64> = BTreeMap::new();
+    for w in windows {
+        for (s, share) in &w.subsystems {
+            if share.is_finite() {
+                *weight.entry(s.as_str()).or_default() += share;
+            }
+        }
+    }
+    let subsystem = weight
+        .iter()
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .map_or("other", |(s, _)| *s)
+        .to_string();
+    let start_ms = first.end_ms - window_ms;
+    OpenEpisode {
+        id: format!("{}@{start_ms}", first.instance),
+        instance: first.instance.clone(),
+        start_ms,
+        last_flagged_ms: last.end_ms,
+        peak_agreement: best.agreement,
+        subsystem,
+        severity: severity(best.agreement).to_string(),
+        summary: best.summary.clone(),
+        description: best.description.clone(),
+        detectors: best.detectors.join(","),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const P: TrackerParams = TrackerParams {
+        min_agreement: 2,
+        open_after: 2,
+        close_after: 3,
+        window_ms: 3000,
+    };
+
+    fn v(end_s: i64, agreement: u32, sub: &str) -> Verdict {
+        Verdict {
+            instance: "h".into(),
+            end_ms: end_s * 1000,
+            agreement,
+            detectors: ["zscore", "pca", "iforest"][..agreement as usize]
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            subsystems: vec![(sub.into(), 1.0)],
+            summary: format!("claim {end_s}"),
+            description: String::new(),
+        }
+    }
+
+    fn kinds(t: &mut Tracker, vs: Vec<Verdict>) -> Vec<&'static str> {
+        vs.into_iter()
+            .map(|x| match t.observe(x) {
+                None => "-",
+                Some(Event::Opened(_)) => "open",
+                Some(Event::Extended(_)) => "ext",
+                Some(Event::Closed(_)) => "close",
+            })
+            .collect()
+    }
+
+    #[test]
+    fn lone_flags_do_not_open_and_persistent_ones_do() {
+        let mut t = Tracker::new(P);
+        let seq = vec![
+            v(1, 1, "cpu"),
+            v(2, 2, "cpu"),
+            v(3, 0, "cpu"),
+            v(4, 3, "cpu"),
+            v(5, 2, "cpu"),
+            v(6, 2, "cpu"),
+        ];
+        assert_eq!(kinds(&mut t, seq), ["-", "-", "-", "-", "open", "ext"]);
+        let ep = &t.open()[0];
+        assert_eq!(ep.start_ms, 1000, "dated from the first window's start");
+        assert_eq!(ep.peak_agreement, 3);
+        assert_eq!(ep.severity, "critical");
+        assert_eq!(ep.id, "h@1000");
+    }
+
+    #[test]
+    fn closes_after_quiet_windows_with_the_last_flagged_end() {
+        let mut t = Tracker::new(P);
+        let seq = vec![
+            v(1, 2, "storage"),
+            v(2, 2, "storage"),
+            v(3, 0, "cpu"),
+            v(4, 2, "cpu"),
+            v(5, 0, ""),
+            v(6, 1, ""),
+            v(7, 0, ""),
+        ];
+        let got: Vec<_> = seq.into_iter().filter_map(|x| t.observe(x)).collect();
+        match got.last() {
+            Some(Event::Closed(ep)) => {
+                assert_eq!(ep.last_flagged_ms, 4000);
+                assert_eq!(ep.subsystem, "storage", "the subsystem is fixed at open");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(t.open().is_empty());
+    }
+
+    #[test]
+    fn restored_episodes_extend_instead_of_reopening() {
+        let mut t = Tracker::new(P);
+        let _ = kinds(&mut t, vec![v(1, 2, "cpu"), v(2, 2, "cpu")]);
+        let saved = t.open();
+        let mut t2 = Tracker::new(P);
+        t2.restore(&saved);
+        // The overlap already analyzed before the restart changes nothing.
+        assert_eq!(
+            kinds(&mut t2, vec![v(2, 2, "cpu"), v(3, 2, "cpu")]),
+            ["-", "ext"]
+        );
+        assert_eq!(t2.open()[0].id, saved[0].id);
+    }
+
+    #[test]
+    fn subsystem_is_the_heaviest_over_the_opening_windows() {
+        let mut t = Tracker::new(P);
+        let mut a = v(1, 2, "cpu");
+        a.subsystems = vec![("cpu".into(), 0.4), ("storage".into(), 0.6)];
+        let mut b = v(2, 2, "cpu");
+        b.subsystems = vec![("cpu".into(), 0.1), ("storage".into(), 0.9)];
+        t.observe(a);
+        match t.observe(b) {
+            Some(Event::Opened(ep)) => assert_eq!(ep.subsystem, "storage"),
+            other => panic!("{other:?}"),
+        }
+    }
+}
