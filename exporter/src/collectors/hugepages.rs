@@ -103,6 +103,9 @@ pub struct HugepagesCollector {
     nodes_dir: PathBuf,
     pools: Vec<Pool>,
     discovered: Option<Instant>,
+    /// Why the last lookup found nothing: repeated without touching the filesystem until the
+    /// next lookup, so a host without this hardware pays nothing per scrape.
+    absent: Option<(PathBuf, String)>,
     buf: String,
 }
 
@@ -113,6 +116,7 @@ impl HugepagesCollector {
             nodes_dir: s.paths.sys("devices/system/node"),
             pools: Vec::new(),
             discovered: None,
+            absent: None,
             buf: String::new(),
         };
         // A failure here is reported by the first update, which looks again.
@@ -166,8 +170,21 @@ impl Collector for HugepagesCollector {
     }
 
     fn update(&mut self, out: &mut Scrape) -> Result<(), CollectError> {
-        if self.discovered.map_or(true, |t| t.elapsed() > REDISCOVER) {
-            self.discover()?;
+        if !matches!(self.discovered, Some(t) if t.elapsed() <= REDISCOVER) {
+            self.absent = None;
+            if let Err(e) = self.discover() {
+                if let CollectError::Unsupported { path, reason } = &e {
+                    self.absent = Some((path.clone(), reason.clone()));
+                    self.discovered = Some(Instant::now());
+                }
+                return Err(e);
+            }
+        }
+        if let Some((path, reason)) = &self.absent {
+            return Err(CollectError::Unsupported {
+                path: path.clone(),
+                reason: reason.clone(),
+            });
         }
         let mut failed = None;
         for p in &self.pools {

@@ -164,6 +164,9 @@ pub struct InfinibandCollector {
     root: PathBuf,
     ports: Vec<Port>,
     discovered: Option<Instant>,
+    /// Why the last lookup found nothing: repeated without touching the filesystem until the
+    /// next lookup, so a host without this hardware pays nothing per scrape.
+    absent: Option<(PathBuf, String)>,
     buf: String,
 }
 
@@ -184,6 +187,7 @@ impl InfinibandCollector {
             root: s.paths.sys("class/infiniband"),
             ports: Vec::new(),
             discovered: None,
+            absent: None,
             buf: String::new(),
         };
         // A failure here (no InfiniBand on this host) is reported by the first update.
@@ -265,8 +269,21 @@ impl Collector for InfinibandCollector {
     }
 
     fn update(&mut self, out: &mut Scrape) -> Result<(), CollectError> {
-        if self.discovered.map_or(true, |t| t.elapsed() > REDISCOVER) {
-            self.discover()?;
+        if !matches!(self.discovered, Some(t) if t.elapsed() <= REDISCOVER) {
+            self.absent = None;
+            if let Err(e) = self.discover() {
+                if let CollectError::Unsupported { path, reason } = &e {
+                    self.absent = Some((path.clone(), reason.clone()));
+                    self.discovered = Some(Instant::now());
+                }
+                return Err(e);
+            }
+        }
+        if let Some((path, reason)) = &self.absent {
+            return Err(CollectError::Unsupported {
+                path: path.clone(),
+                reason: reason.clone(),
+            });
         }
         let mut missing = false;
         for p in &self.ports {
@@ -367,6 +384,9 @@ mod tests {
         let mut c = InfinibandCollector::new(&s);
         let err = c.update(&mut Scrape::new()).unwrap_err();
         assert!(err.is_unsupported(), "{err}");
+        // Repeated from the cached lookup, with the same message (so it is logged once).
+        let again = c.update(&mut Scrape::new()).unwrap_err();
+        assert_eq!(again.to_string(), err.to_string());
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //!   Tcp: RtoAlgorithm RtoMin RtoMax MaxConn ActiveOpens ... RetransSegs ...
 //!   Tcp: 1 200 120000 -1 2015 ... 34 ...
 //! /proc/net/snmp6: one "name value" line per counter, the protocol prefixed to the name
-//!   Ip6InReceives                   	1
+//!   Ip6InReceives                       1
 //! ```
 //! All fields are counters except the few levels and constants in [`VALUE_FIELDS`], which go
 //! to `reveal_network_protocol_value` (Tcp MaxConn is -1 when there is no limit).

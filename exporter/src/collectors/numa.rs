@@ -208,6 +208,9 @@ pub struct NumaCollector {
     dir: PathBuf,
     nodes: Vec<Node>,
     discovered: Option<Instant>,
+    /// Why the last lookup found nothing: repeated without touching the filesystem until the
+    /// next lookup, so a host without this hardware pays nothing per scrape.
+    absent: Option<(PathBuf, String)>,
     buf: String,
 }
 
@@ -217,6 +220,7 @@ impl NumaCollector {
             dir: s.paths.sys("devices/system/node"),
             nodes: Vec::new(),
             discovered: None,
+            absent: None,
             buf: String::new(),
         };
         // A failure here is reported by the first update, which looks again.
@@ -293,8 +297,21 @@ impl Collector for NumaCollector {
     }
 
     fn update(&mut self, out: &mut Scrape) -> Result<(), CollectError> {
-        if self.discovered.map_or(true, |t| t.elapsed() > REDISCOVER) {
-            self.discover()?;
+        if !matches!(self.discovered, Some(t) if t.elapsed() <= REDISCOVER) {
+            self.absent = None;
+            if let Err(e) = self.discover() {
+                if let CollectError::Unsupported { path, reason } = &e {
+                    self.absent = Some((path.clone(), reason.clone()));
+                    self.discovered = Some(Instant::now());
+                }
+                return Err(e);
+            }
+        }
+        if let Some((path, reason)) = &self.absent {
+            return Err(CollectError::Unsupported {
+                path: path.clone(),
+                reason: reason.clone(),
+            });
         }
         let mut first_err = None;
         for node in &self.nodes {
