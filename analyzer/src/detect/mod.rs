@@ -31,6 +31,7 @@ pub mod iforest;
 pub(crate) mod linalg;
 pub mod pca;
 pub mod scale;
+pub mod synthetic;
 pub mod zscore;
 
 use ndarray::{Array1, ArrayView1, ArrayView2};
