@@ -1,0 +1,247 @@
+//! Channel kinds and subsystems: from the metric set when it names the metric, otherwise a
+//! default by name and type (paper §4.2).
+//!
+//! A metric-set file is the `metrics:` list of the analyzer configuration on its own:
+//!
+//! ```yaml
+//! metrics:
+//!   - expr: reveal_memory_hugepages_.*   # metric-name regex for file and scrape sources
+//!     subsystem: memory
+//!     kind: static
+//!   - expr: reveal_network_tcp_retrans_segments_total
+//!     subsystem: network                 # kind omitted: the default below applies
+//! ```
+//!
+//! Defaults, checked on the `_`-separated words of the metric name:
+//! - **event**: counters whose name has an error, drop, retransmit, ECC, fault, timeout,
+//!   loss, discard, overrun or failure word (`reveal_network_receive_drop_total`);
+//! - **static**: info metrics, and names with a size, total, limit, capacity, max/min,
+//!   temperature, version or link-width word (`reveal_memory_mem_total_bytes`,
+//!   `reveal_cpu_temperature_celsius`); a counter's own `_total` suffix does not count;
+//! - **dynamic**: everything else.
+
+use std::path::Path;
+
+use regex::Regex;
+use serde::Deserialize;
+
+use crate::config::MetricSpec;
+use crate::matrix::{Kind, MetricType, Subsystem};
+
+/// A metric-set file: the `metrics:` key of the analyzer configuration.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct MetricSetFile {
+    pub metrics: Vec<MetricSpec>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum KindsError {
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}: {source}")]
+    Yaml {
+        path: String,
+        source: serde_yaml::Error,
+    },
+    #[error("{path}: metrics.{index}: {msg}")]
+    Entry {
+        path: String,
+        index: usize,
+        msg: String,
+    },
+}
+
+/// Compiled metric set: the first entry whose regex matches the whole metric name decides.
+#[derive(Debug, Clone, Default)]
+pub struct MetricSet {
+    entries: Vec<(Regex, Subsystem, Option<Kind>)>,
+}
+
+impl MetricSet {
+    /// Compiles entries; `origin` names the file in errors.
+    pub fn new(specs: &[MetricSpec], origin: &str) -> Result<MetricSet, KindsError> {
+        let mut entries = Vec::with_capacity(specs.len());
+        for (index, spec) in specs.iter().enumerate() {
+            let err = |msg: String| KindsError::Entry {
+                path: origin.to_string(),
+                index,
+                msg,
+            };
+            let re = Regex::new(&format!("^(?:{})$", spec.expr))
+                .map_err(|e| err(format!("expr is not a metric-name regex: {e}")))?;
+            let sub = Subsystem::parse(&spec.subsystem)
+                .ok_or_else(|| err(format!("unknown subsystem {:?}", spec.subsystem)))?;
+            entries.push((re, sub, spec.kind.map(Kind::from)));
+        }
+        Ok(MetricSet { entries })
+    }
+
+    /// Parses a metric-set YAML text.
+    pub fn parse(yaml: &str, origin: &str) -> Result<MetricSet, KindsError> {
+        let file: MetricSetFile =
+            serde_yaml::from_str(yaml).map_err(|source| KindsError::Yaml {
+                path: origin.to_string(),
+                source,
+            })?;
+        MetricSet::new(&file.metrics, origin)
+    }
+
+    pub fn load(path: &Path) -> Result<MetricSet, KindsError> {
+        let origin = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| KindsError::Io {
+            path: origin.clone(),
+            source,
+        })?;
+        MetricSet::parse(&text, &origin)
+    }
+
+    /// Subsystem and kind of a metric: the matching entry, else the defaults.
+    pub fn classify(&self, metric: &str, metric_type: MetricType) -> (Subsystem, Kind) {
+        for (re, sub, kind) in &self.entries {
+            if re.is_match(metric) {
+                return (
+                    *sub,
+                    kind.unwrap_or_else(|| default_kind(metric, metric_type)),
+                );
+            }
+        }
+        (
+            Subsystem::from_metric_name(metric),
+            default_kind(metric, metric_type),
+        )
+    }
+}
+
+const EVENT_WORDS: [&str; 27] = [
+    "error",
+    "errors",
+    "err",
+    "errs",
+    "drop",
+    "drops",
+    "dropped",
+    "retrans",
+    "retransmit",
+    "retransmits",
+    "retransmitted",
+    "retranssegs",
+    "ecc",
+    "fault",
+    "faults",
+    "timeout",
+    "timeouts",
+    "lost",
+    "loss",
+    "discard",
+    "discards",
+    "overrun",
+    "overruns",
+    "fail",
+    "failed",
+    "failure",
+    "failures",
+];
+const STATIC_WORDS: [&str; 18] = [
+    "size",
+    "hugepagesize",
+    "total",
+    "limit",
+    "limits",
+    "capacity",
+    "max",
+    "min",
+    "info",
+    "temperature",
+    "temp",
+    "celsius",
+    "version",
+    "width",
+    "generation",
+    "gen",
+    "mtu",
+    "pagesize",
+];
+
+/// The default kind of a metric by its name and declared type.
+pub fn default_kind(metric: &str, metric_type: MetricType) -> Kind {
+    if metric_type == MetricType::Info {
+        return Kind::Static;
+    }
+    let lower = metric.to_ascii_lowercase();
+    let base = if metric_type == MetricType::Counter {
+        lower.strip_suffix("_total").unwrap_or(&lower)
+    } else {
+        &lower
+    };
+    let has = |words: &[&str]| base.split(['_', ':']).any(|w| words.contains(&w));
+    if metric_type == MetricType::Counter && has(&EVENT_WORDS) {
+        Kind::Event
+    } else if has(&STATIC_WORDS) {
+        Kind::Static
+    } else {
+        Kind::Dynamic
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_by_name_and_type() {
+        use MetricType::*;
+        let k = default_kind;
+        assert_eq!(k("reveal_network_receive_drop_total", Counter), Kind::Event);
+        assert_eq!(k("reveal_gpu_ecc_errors_total", Counter), Kind::Event);
+        assert_eq!(k("reveal_memory_page_faults_total", Counter), Kind::Event);
+        assert_eq!(
+            k("reveal_network_tcp_retrans_segments_total", Counter),
+            Kind::Event
+        );
+        assert_eq!(k("reveal_cpu_seconds_total", Counter), Kind::Dynamic);
+        assert_eq!(k("reveal_memory_mem_total_bytes", Gauge), Kind::Static);
+        assert_eq!(k("reveal_memory_hugepagesize_bytes", Gauge), Kind::Static);
+        assert_eq!(k("reveal_cpu_temperature_celsius", Gauge), Kind::Static);
+        assert_eq!(k("reveal_gpu_clock_max_hertz", Gauge), Kind::Static);
+        assert_eq!(k("reveal_exporter_build_info", Gauge), Kind::Static);
+        assert_eq!(k("reveal_build", Info), Kind::Static);
+        assert_eq!(k("reveal_cpu_frequency_hertz", Gauge), Kind::Dynamic);
+        // An error gauge is a level, not a stream of events.
+        assert_eq!(k("reveal_gpu_errors_pending", Gauge), Kind::Dynamic);
+    }
+
+    #[test]
+    fn metric_set_overrides_and_rejects_bad_entries() {
+        let set = MetricSet::parse(
+            "metrics:\n  - expr: reveal_memory_huge.*\n    subsystem: memory\n    kind: dynamic\n  - expr: Busy%\n    subsystem: cpu\n",
+            "set.yml",
+        )
+        .unwrap();
+        assert_eq!(
+            set.classify("reveal_memory_hugepages_total", MetricType::Gauge),
+            (Subsystem::Memory, Kind::Dynamic)
+        );
+        assert_eq!(
+            set.classify("Busy%", MetricType::Gauge),
+            (Subsystem::Cpu, Kind::Dynamic)
+        );
+        // Anchored: a prefix alone does not match.
+        assert_eq!(
+            set.classify("xreveal_memory_huge", MetricType::Gauge).0,
+            Subsystem::Other
+        );
+        let e = MetricSet::parse("metrics:\n  - expr: a\n    subsystem: disk\n", "f").unwrap_err();
+        assert!(e.to_string().contains("metrics.0"), "{e}");
+        let e = MetricSet::parse(
+            "metrics:\n  - expr: a\n    subsystem: cpu\n    kin: event\n",
+            "f",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("kin"), "{e}");
+        assert!(MetricSet::parse("metrics:\n  - expr: '('\n    subsystem: cpu\n", "f").is_err());
+    }
+}
