@@ -227,6 +227,29 @@ pub struct AnalysisConfig {
     pub warmup: PromDuration,
     /// Seed of the randomized detectors.
     pub seed: u64,
+    /// When flagged windows become an episode (and an alert).
+    pub episodes: EpisodeConfig,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct EpisodeConfig {
+    /// Detectors (of three) that must flag a window for it to count toward an episode.
+    pub min_agreement: u32,
+    /// Consecutive counted windows that open an episode.
+    pub open_after: u32,
+    /// Consecutive uncounted windows that close it.
+    pub close_after: u32,
+}
+
+impl Default for EpisodeConfig {
+    fn default() -> Self {
+        EpisodeConfig {
+            min_agreement: 2,
+            open_after: 2,
+            close_after: 3,
+        }
+    }
 }
 
 impl Default for AnalysisConfig {
@@ -240,6 +263,7 @@ impl Default for AnalysisConfig {
             refit_every: PromDuration(Duration::from_secs(5 * 60)),
             warmup: PromDuration(Duration::from_secs(5 * 60)),
             seed: 42,
+            episodes: EpisodeConfig::default(),
         }
     }
 }
@@ -407,6 +431,19 @@ impl Config {
                 "analysis.warmup",
                 format!("{} is shorter than one window", a.warmup),
             );
+        }
+        let e = a.episodes;
+        if !(1..=3).contains(&e.min_agreement) {
+            return err(
+                "analysis.episodes.min_agreement",
+                format!("{} is not between 1 and 3", e.min_agreement),
+            );
+        }
+        if e.open_after == 0 {
+            return err("analysis.episodes.open_after", "must be at least 1".into());
+        }
+        if e.close_after == 0 {
+            return err("analysis.episodes.close_after", "must be at least 1".into());
         }
         if a.refit_every.0.is_zero() {
             return err("analysis.refit_every", "must be positive".into());
