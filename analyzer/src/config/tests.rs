@@ -174,6 +174,12 @@ fn the_stack_config_loads() {
     let c = Config::parse(text, Path::new("deploy/analyzer.yml")).unwrap();
     assert!(c.outputs.alertmanager.is_some() && c.outputs.remote_write.is_some());
     let names: Vec<String> = c.metrics.iter().map(MetricSpec::channel_name).collect();
-    assert!(names.contains(&"reveal_cpu_instructions_per_cycle".to_string()), "{names:?}");
-    assert!(names.contains(&"reveal_storage_written_bytes_total".to_string()), "{names:?}");
+    assert!(
+        names.contains(&"reveal_cpu_instructions_per_cycle".to_string()),
+        "{names:?}"
+    );
+    assert!(
+        names.contains(&"reveal_storage_written_bytes_total".to_string()),
+        "{names:?}"
+    );
 }

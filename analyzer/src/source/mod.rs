@@ -7,6 +7,7 @@
 
 pub mod csv;
 pub mod openmetrics;
+pub mod prometheus;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;

@@ -9,9 +9,9 @@
 
 use std::time::Instant;
 
-use crate::config::MetricSpec;
-use crate::kinds::MetricSet;
-use crate::matrix::{HostMatrix, MetricType};
+use crate::config::{MetricKind, MetricSpec};
+use crate::kinds::{default_kind, MetricSet};
+use crate::matrix::{HostMatrix, Kind, MetricType};
 use crate::promapi::{Matrix, PromClient, PromError};
 use crate::source::{Assembler, Source, SourceError, SourceOptions, TimeRange};
 
@@ -33,14 +33,41 @@ pub fn align_up(t: i64, step: i64) -> i64 {
 
 impl PrometheusSource {
     /// `step_ms` is the query step and grid; `host_label` splits hosts.
-    pub fn new(client: PromClient, specs: &[MetricSpec], step_ms: i64, host_label: &str) -> Result<Self, SourceError> {
+    pub fn new(
+        client: PromClient,
+        specs: &[MetricSpec],
+        step_ms: i64,
+        host_label: &str,
+    ) -> Result<Self, SourceError> {
         // Each expression's series are classified by the subsystem and kind of its entry:
         // the assembler's metric set is keyed by the exact channel names this source gives.
+        // An entry without a kind gets the default of its name, judged as a counter when the
+        // name is a counter's (`rate(x_total[1s])` is still about the events or time of `x_total`).
         let by_name: Vec<MetricSpec> = specs
             .iter()
-            .map(|s| MetricSpec { expr: regex::escape(&s.channel_name()), ..s.clone() })
+            .map(|s| {
+                let name = s.channel_name();
+                let kind = s.kind.unwrap_or_else(|| {
+                    let t = if name.ends_with("_total") {
+                        MetricType::Counter
+                    } else {
+                        MetricType::Gauge
+                    };
+                    match default_kind(&name, t) {
+                        Kind::Dynamic => MetricKind::Dynamic,
+                        Kind::Event => MetricKind::Event,
+                        Kind::Static => MetricKind::Static,
+                    }
+                });
+                MetricSpec {
+                    expr: regex::escape(&name),
+                    kind: Some(kind),
+                    ..s.clone()
+                }
+            })
             .collect();
-        let metric_set = MetricSet::new(&by_name, "metrics").map_err(|e| SourceError::Other(e.to_string()))?;
+        let metric_set =
+            MetricSet::new(&by_name, "metrics").map_err(|e| SourceError::Other(e.to_string()))?;
         Ok(PrometheusSource {
             client,
             specs: specs.to_vec(),
@@ -78,7 +105,11 @@ impl PrometheusSource {
         while let Some(joined) = set.join_next().await {
             // A query task panicking would be a bug in the parser, which is fuzzed; report it
             // as a failed pass rather than taking the analyzer down.
-            let (i, res) = joined.map_err(|e| PromError::Parse { expr: "?".into(), status: 0, msg: e.to_string() })?;
+            let (i, res) = joined.map_err(|e| PromError::Parse {
+                expr: "?".into(),
+                status: 0,
+                msg: e.to_string(),
+            })?;
             out[i] = res?;
         }
         Ok(out)
@@ -87,7 +118,10 @@ impl PrometheusSource {
     /// The hosts' matrices over `[start, end)`.
     pub async fn fetch_async(&mut self, range: TimeRange) -> Result<Vec<HostMatrix>, SourceError> {
         let t0 = Instant::now();
-        let results = self.query_all(range).await.map_err(|e| SourceError::Other(e.to_string()))?;
+        let results = self
+            .query_all(range)
+            .await
+            .map_err(|e| SourceError::Other(e.to_string()))?;
         self.last_duration = t0.elapsed();
         self.last_warnings.clear();
         for m in &results {
@@ -102,7 +136,11 @@ impl PrometheusSource {
 }
 
 /// Routes every series of every result to its host's matrix.
-pub fn assemble(specs: &[MetricSpec], options: &SourceOptions, results: &[Matrix]) -> Result<Vec<HostMatrix>, SourceError> {
+pub fn assemble(
+    specs: &[MetricSpec],
+    options: &SourceOptions,
+    results: &[Matrix],
+) -> Result<Vec<HostMatrix>, SourceError> {
     let mut asm = Assembler::new(options);
     let mut key = String::new();
     for (spec, m) in specs.iter().zip(results) {
@@ -116,8 +154,12 @@ pub fn assemble(specs: &[MetricSpec], options: &SourceOptions, results: &[Matrix
                 Some(n) => (n.as_str(), MetricType::Gauge),
                 None => (fallback.as_str(), MetricType::Gauge),
             };
-            let labels: Vec<(String, String)> =
-                s.labels.iter().filter(|(k, _)| *k != "__name__").map(|(k, v)| (k.clone(), v.clone())).collect();
+            let labels: Vec<(String, String)> = s
+                .labels
+                .iter()
+                .filter(|(k, _)| *k != "__name__")
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
             key.clear();
             key.push_str(metric);
             for (k, v) in &labels {
@@ -145,7 +187,8 @@ impl Source for PrometheusSource {
     /// Blocking fetch for offline use (`analyze` over a past range); the online service
     /// calls [`PrometheusSource::fetch_async`] on its own runtime instead.
     fn fetch(&mut self, range: Option<TimeRange>) -> Result<Vec<HostMatrix>, SourceError> {
-        let range = range.ok_or_else(|| SourceError::Other("the Prometheus source needs a time range".into()))?;
+        let range = range
+            .ok_or_else(|| SourceError::Other("the Prometheus source needs a time range".into()))?;
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -157,29 +200,44 @@ impl Source for PrometheusSource {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::matrix::{Kind, Subsystem};
+    use crate::matrix::Subsystem;
     use crate::promapi::Series;
     use std::collections::BTreeMap;
 
     fn series(labels: &[(&str, &str)], samples: &[(i64, f64)]) -> Series {
         Series {
-            labels: labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<BTreeMap<_, _>>(),
+            labels: labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<BTreeMap<_, _>>(),
             samples: samples.to_vec(),
         }
     }
 
     fn spec(expr: &str, subsystem: &str, kind: Option<crate::config::MetricKind>) -> MetricSpec {
-        MetricSpec { expr: expr.into(), name: None, subsystem: subsystem.into(), kind }
+        MetricSpec {
+            expr: expr.into(),
+            name: None,
+            subsystem: subsystem.into(),
+            kind,
+        }
     }
 
     #[test]
     fn splits_hosts_and_classifies_by_entry() {
         let specs = [
             spec("rate(reveal_cpu_time_seconds_total[1s])", "cpu", None),
-            spec("reveal_storage_written_bytes_total", "storage", Some(crate::config::MetricKind::Event)),
+            spec(
+                "reveal_storage_written_bytes_total",
+                "storage",
+                Some(crate::config::MetricKind::Event),
+            ),
         ];
         let src = PrometheusSource::new(
-            PromClient::new(crate::http::HttpClient::new(&Default::default()).unwrap(), "http://x"),
+            PromClient::new(
+                crate::http::HttpClient::new(&Default::default()).unwrap(),
+                "http://x",
+            ),
             &specs,
             100,
             "instance",
@@ -188,32 +246,56 @@ mod tests {
         let results = vec![
             Matrix {
                 series: vec![
-                    series(&[("instance", "a"), ("cpu", "0"), ("mode", "user")], &[(1000, 0.5), (1100, 0.6)]),
-                    series(&[("instance", "b"), ("cpu", "0"), ("mode", "user")], &[(1000, 0.1), (1100, 0.2)]),
+                    series(
+                        &[("instance", "a"), ("cpu", "0"), ("mode", "user")],
+                        &[(1000, 0.5), (1100, 0.6)],
+                    ),
+                    series(
+                        &[("instance", "b"), ("cpu", "0"), ("mode", "user")],
+                        &[(1000, 0.1), (1100, 0.2)],
+                    ),
                     series(&[("cpu", "0")], &[(1000, 9.0)]),
                 ],
                 warnings: vec![],
             },
             Matrix {
                 series: vec![series(
-                    &[("__name__", "reveal_storage_written_bytes_total"), ("instance", "a"), ("device", "sda")],
+                    &[
+                        ("__name__", "reveal_storage_written_bytes_total"),
+                        ("instance", "a"),
+                        ("device", "sda"),
+                    ],
                     &[(1000, 100.0), (1100, 150.0)],
                 )],
                 warnings: vec![],
             },
         ];
         let hosts = assemble(&specs, &src.options, &results).unwrap();
-        assert_eq!(hosts.iter().map(|h| h.host.as_str()).collect::<Vec<_>>(), ["a", "b"]);
+        assert_eq!(
+            hosts.iter().map(|h| h.host.as_str()).collect::<Vec<_>>(),
+            ["a", "b"]
+        );
         let a = &hosts[0];
         assert_eq!(a.n_channels(), 2);
-        let cpu = a.channels.iter().position(|c| c.subsystem == Subsystem::Cpu).unwrap();
-        assert_eq!(a.channels[cpu].name, "reveal_cpu_time_seconds_total{cpu=\"0\",mode=\"user\"}");
+        let cpu = a
+            .channels
+            .iter()
+            .position(|c| c.subsystem == Subsystem::Cpu)
+            .unwrap();
+        assert_eq!(
+            a.channels[cpu].name,
+            "reveal_cpu_time_seconds_total{cpu=\"0\",mode=\"user\"}"
+        );
         assert_eq!(a.channels[cpu].kind, Kind::Dynamic);
         assert_eq!(a.row(cpu).to_vec(), vec![0.5, 0.6]);
         let disk = 1 - cpu;
         assert_eq!(a.channels[disk].kind, Kind::Event);
         assert_eq!(a.channels[disk].metric_type, MetricType::Counter);
-        assert_eq!(a.row(disk)[1], 50.0, "raw counters become per-step increases");
+        assert_eq!(
+            a.row(disk)[1],
+            50.0,
+            "raw counters become per-step increases"
+        );
     }
 
     #[test]
