@@ -17,11 +17,12 @@
 //! user, thermald, a power-capping daemon) writes the policy, so they are read with the
 //! directory scan, at most [`RESCAN`] apart, which halves the files opened per scrape.
 
+use super::sysfs_attr::{Attr, Budget};
 use super::{Collector, Settings};
 use crate::error::{CollectError, ParseError};
 use crate::read::{dir_names, read_into};
 use crate::scrape::{Desc, Scrape, Unit};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// How long a CPU list and the policy limits are reused before the directory is read again
@@ -31,6 +32,8 @@ pub const RESCAN: Duration = Duration::from_secs(5);
 /// The earliest rescan after a failed read, so a file that stays broken does not cost a scan
 /// on every scrape.
 pub const RETRY: Duration = Duration::from_secs(1);
+/// `scaling_cur_freq` files kept open between scrapes; beyond it, files are read by path.
+pub const MAX_OPEN: usize = 128;
 
 pub static FREQUENCY: Desc = Desc::gauge(
     "reveal_cpu_frequency",
@@ -76,7 +79,7 @@ pub fn parse_khz(text: &str) -> Result<f64, ParseError> {
 
 struct Cpu {
     label: String,
-    cur: PathBuf,
+    cur: Attr,
     /// Policy limits read at the last scan; `None` where the file is missing or unreadable.
     min: Option<f64>,
     max: Option<f64>,
@@ -89,6 +92,8 @@ pub struct CpufreqCollector {
     scanned: Option<Instant>,
     /// A read failed since the last scan: rescan after [`RETRY`] rather than [`RESCAN`].
     retry: bool,
+    /// How many attribute files may be kept open ([`MAX_OPEN`]).
+    max_open: usize,
     buf: String,
 }
 
@@ -99,18 +104,22 @@ impl CpufreqCollector {
             cpus: Vec::new(),
             scanned: None,
             retry: false,
+            max_open: MAX_OPEN,
             buf: String::new(),
         }
     }
 
-    fn read_khz(&mut self, path: &PathBuf) -> Result<f64, CollectError> {
+    fn read_khz(&mut self, path: &Path) -> Result<f64, CollectError> {
         read_into(path, &mut self.buf)?;
         parse_khz(&self.buf).map_err(|e| CollectError::parse(path, e))
     }
 
     /// Lists the CPUs that have a cpufreq directory and reads their policy limits.
     fn scan(&mut self) -> Result<(), CollectError> {
+        self.scanned = Some(Instant::now());
+        self.retry = false;
         self.cpus.clear();
+        let mut budget = Budget::new(self.max_open);
         for name in dir_names(&self.cpu_root)? {
             let Some(n) = name
                 .strip_prefix("cpu")
@@ -131,14 +140,12 @@ impl CpufreqCollector {
             let hw_max = self.read_khz(&dir.join("cpuinfo_max_freq")).ok();
             self.cpus.push(Cpu {
                 label: n.to_string(),
-                cur: dir.join("scaling_cur_freq"),
+                cur: budget.attr(dir.join("scaling_cur_freq")),
                 min,
                 max,
                 hw_max,
             });
         }
-        self.scanned = Some(Instant::now());
-        self.retry = false;
         if self.cpus.is_empty() {
             return Err(CollectError::Unsupported {
                 path: self.cpu_root.join("cpu0/cpufreq"),
@@ -156,14 +163,17 @@ impl Collector for CpufreqCollector {
 
     fn update(&mut self, out: &mut Scrape) -> Result<(), CollectError> {
         let wait = if self.retry { RETRY } else { RESCAN };
-        if self.scanned.map_or(true, |t| t.elapsed() >= wait) {
+        if self.scanned.is_none_or(|t| t.elapsed() >= wait) {
             self.scan()?;
         }
         let cpus = std::mem::take(&mut self.cpus);
         let mut first_err = None;
         let mut ok = 0;
         for c in &cpus {
-            match self.read_khz(&c.cur) {
+            let read = c.cur.read(&mut self.buf);
+            match read.and_then(|()| {
+                parse_khz(&self.buf).map_err(|e| CollectError::parse(c.cur.path(), e))
+            }) {
                 Ok(hz) => {
                     out.push(&FREQUENCY, vec![("cpu", c.label.clone())], hz);
                     ok += 1;
@@ -273,6 +283,12 @@ mod tests {
                 ("reveal_cpu_frequency_hardware_max", "0".to_string(), 3.5e9),
             ]
         );
+        // sysfs refuses reads of a removed attribute through a kept file (ENODEV), but a file
+        // here stays readable after unlinking: rescan reading by path, as a removal then
+        // shows the way it would on a real host.
+        c.max_open = 0;
+        c.scanned = None;
+        c.update(&mut Scrape::new()).unwrap();
         std::fs::remove_dir_all(dir.join(format!("{f}2"))).unwrap();
         let mut out = Scrape::new();
         c.update(&mut out).unwrap();

@@ -13,8 +13,9 @@
 //! directory under its CPUs, and the collector is then `Unsupported`.
 //!
 //! Cost: names are read once per scan ([`RESCAN`]); a scrape reads two small files per CPU and
-//! state.
+//! state, through kept-open files (see [`super::sysfs_attr`]).
 
+use super::sysfs_attr::{Attr, Budget};
 use super::{Collector, Settings};
 use crate::error::{CollectError, ParseError};
 use crate::read::{dir_names, read_into};
@@ -29,6 +30,9 @@ pub const RESCAN: Duration = Duration::from_secs(10);
 /// The earliest rescan after a failed read, so a file that stays broken does not cost a scan
 /// on every scrape.
 pub const RETRY: Duration = Duration::from_secs(1);
+/// Attribute files kept open between scrapes (two per CPU and state); beyond it, files are
+/// read by path.
+pub const MAX_OPEN: usize = 256;
 
 pub static IDLE_TIME: Desc = Desc::counter(
     "reveal_cpu_idle_state_time",
@@ -64,8 +68,8 @@ pub fn parse_name(text: &str) -> Result<&str, ParseError> {
 struct State {
     cpu: String,
     name: String,
-    time: PathBuf,
-    usage: PathBuf,
+    time: Attr,
+    usage: Attr,
 }
 
 pub struct CpuidleCollector {
@@ -74,6 +78,8 @@ pub struct CpuidleCollector {
     scanned: Option<Instant>,
     /// A read failed since the last scan: rescan after [`RETRY`] rather than [`RESCAN`].
     retry: bool,
+    /// How many attribute files may be kept open ([`MAX_OPEN`]).
+    max_open: usize,
     buf: String,
 }
 
@@ -84,17 +90,21 @@ impl CpuidleCollector {
             states: Vec::new(),
             scanned: None,
             retry: false,
+            max_open: MAX_OPEN,
             buf: String::new(),
         }
     }
 
-    fn read_counter(&mut self, path: &PathBuf) -> Result<u64, CollectError> {
-        read_into(path, &mut self.buf)?;
-        parse_counter(&self.buf).map_err(|e| CollectError::parse(path, e))
+    fn read_counter(&mut self, attr: &Attr) -> Result<u64, CollectError> {
+        attr.read(&mut self.buf)?;
+        parse_counter(&self.buf).map_err(|e| CollectError::parse(attr.path(), e))
     }
 
     fn scan(&mut self) -> Result<(), CollectError> {
+        self.scanned = Some(Instant::now());
+        self.retry = false;
         self.states.clear();
+        let mut budget = Budget::new(self.max_open);
         for cpu_name in dir_names(&self.cpu_root)? {
             let Some(n) = cpu_name.strip_prefix("cpu") else {
                 continue;
@@ -120,13 +130,11 @@ impl CpuidleCollector {
                 self.states.push(State {
                     cpu: n.to_string(),
                     name: name.to_string(),
-                    time: dir.join("time"),
-                    usage: dir.join("usage"),
+                    time: budget.attr(dir.join("time")),
+                    usage: budget.attr(dir.join("usage")),
                 });
             }
         }
-        self.scanned = Some(Instant::now());
-        self.retry = false;
         if self.states.is_empty() {
             return Err(CollectError::Unsupported {
                 path: self.cpu_root.join("cpu0/cpuidle"),
@@ -144,7 +152,7 @@ impl Collector for CpuidleCollector {
 
     fn update(&mut self, out: &mut Scrape) -> Result<(), CollectError> {
         let wait = if self.retry { RETRY } else { RESCAN };
-        if self.scanned.map_or(true, |t| t.elapsed() >= wait) {
+        if self.scanned.is_none_or(|t| t.elapsed() >= wait) {
             self.scan()?;
         }
         let states = std::mem::take(&mut self.states);
@@ -238,6 +246,12 @@ mod tests {
                 ("reveal_cpu_idle_state_entries", l("0", "POLL"), 12.0),
             ]
         );
+        // sysfs refuses reads of a removed attribute through a kept file (ENODEV), but a file
+        // here stays readable after unlinking: rescan reading by path, as a removal then
+        // shows the way it would on a real host.
+        c.max_open = 0;
+        c.scanned = None;
+        c.update(&mut Scrape::new()).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
         assert!(c.update(&mut Scrape::new()).is_err());
     }

@@ -17,6 +17,7 @@
 //! `Unsupported` there. A sensor that cannot be read (a sleeping disk under drivetemp, a
 //! faulty diode) is left out of that scrape and the others are kept.
 
+use super::sysfs_attr::{Attr, Budget};
 use super::{Collector, Settings};
 use crate::error::{CollectError, ParseError};
 use crate::read::{dir_names, read_into};
@@ -29,6 +30,8 @@ use std::time::{Duration, Instant};
 pub const RESCAN: Duration = Duration::from_secs(10);
 /// The earliest rescan after a sensor file vanished.
 pub const RETRY: Duration = Duration::from_secs(1);
+/// `tempK_input` files kept open between scrapes; beyond it, files are read by path.
+pub const MAX_OPEN: usize = 128;
 
 const LABELS: &[&str] = &["chip", "sensor", "label"];
 
@@ -120,7 +123,7 @@ struct Sensor {
     chip: String,
     sensor: String,
     label: String,
-    input: PathBuf,
+    input: Attr,
 }
 
 pub struct HwmonCollector {
@@ -128,6 +131,8 @@ pub struct HwmonCollector {
     sensors: Vec<Sensor>,
     scanned: Option<Instant>,
     retry: bool,
+    /// How many attribute files may be kept open ([`MAX_OPEN`]).
+    max_open: usize,
     buf: String,
 }
 
@@ -138,6 +143,7 @@ impl HwmonCollector {
             sensors: Vec::new(),
             scanned: None,
             retry: false,
+            max_open: MAX_OPEN,
             buf: String::new(),
         }
     }
@@ -148,7 +154,7 @@ impl HwmonCollector {
     }
 
     /// Adds the temperature sensors of one `hwmonN` directory.
-    fn scan_chip(&mut self, hwmon: &str, chips: &mut Vec<String>) {
+    fn scan_chip(&mut self, hwmon: &str, chips: &mut Vec<String>, budget: &mut Budget) {
         let base = self.root.join(hwmon);
         let device = base.join("device");
         let Some(name) = self
@@ -196,7 +202,7 @@ impl HwmonCollector {
                 chip: chip.clone(),
                 sensor: format!("temp{k}"),
                 label,
-                input: dir.join(file),
+                input: budget.attr(dir.join(file)),
             });
         }
     }
@@ -206,8 +212,9 @@ impl HwmonCollector {
         self.retry = false;
         self.sensors.clear();
         let mut chips = Vec::new();
+        let mut budget = Budget::new(self.max_open);
         for hwmon in dir_names(&self.root)? {
-            self.scan_chip(&hwmon, &mut chips);
+            self.scan_chip(&hwmon, &mut chips, &mut budget);
         }
         if self.sensors.is_empty() {
             return Err(CollectError::Unsupported {
@@ -226,13 +233,13 @@ impl Collector for HwmonCollector {
 
     fn update(&mut self, out: &mut Scrape) -> Result<(), CollectError> {
         let wait = if self.retry { RETRY } else { RESCAN };
-        if self.scanned.map_or(true, |t| t.elapsed() >= wait) {
+        if self.scanned.is_none_or(|t| t.elapsed() >= wait) {
             self.scan()?;
         }
         let mut first_err = None;
         for s in &self.sensors {
-            let read = read_into(&s.input, &mut self.buf).and_then(|()| {
-                parse_millicelsius(&self.buf).map_err(|e| CollectError::parse(&s.input, e))
+            let read = s.input.read(&mut self.buf).and_then(|()| {
+                parse_millicelsius(&self.buf).map_err(|e| CollectError::parse(s.input.path(), e))
             });
             let celsius = match read {
                 Ok(c) => c,
@@ -371,6 +378,12 @@ mod tests {
                 ),
             ]
         );
+        // sysfs refuses reads of a removed attribute through a kept file (ENODEV), but a file
+        // here stays readable after unlinking: rescan reading by path, as a removal then
+        // shows the way it would on a real host.
+        c.max_open = 0;
+        c.scanned = None;
+        c.update(&mut Scrape::new()).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
         assert!(
             c.update(&mut Scrape::new()).unwrap_err().is_unsupported(),

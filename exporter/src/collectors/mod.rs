@@ -27,6 +27,7 @@ pub mod rapl;
 pub mod sockstat;
 pub mod softirqs;
 pub mod stat;
+pub mod sysfs_attr;
 pub mod tcpstat;
 pub mod vmstat;
 

@@ -29,7 +29,7 @@ use super::{Collector, Settings};
 use crate::error::{CollectError, ParseError};
 use crate::read::{dir_names, read_into};
 use crate::scrape::{Desc, Scrape, Unit};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// How long the zone list is reused before the directory is read again (a driver loaded late).
@@ -95,7 +95,7 @@ impl RaplCollector {
         }
     }
 
-    fn read_text(&mut self, path: &PathBuf) -> Option<String> {
+    fn read_text(&mut self, path: &Path) -> Option<String> {
         read_into(path, &mut self.buf).ok()?;
         let t = self.buf.trim();
         (!t.is_empty()).then(|| t.to_string())
@@ -177,7 +177,7 @@ impl Collector for RaplCollector {
 
     fn update(&mut self, out: &mut Scrape) -> Result<(), CollectError> {
         let wait = if self.retry { RETRY } else { RESCAN };
-        if self.scanned.map_or(true, |t| t.elapsed() >= wait) {
+        if self.scanned.is_none_or(|t| t.elapsed() >= wait) {
             self.scan()?;
         }
         let mut first_err = None;
