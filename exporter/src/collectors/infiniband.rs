@@ -55,14 +55,14 @@ pub static TX_PACKETS: Desc = Desc::counter(
     "Packets transmitted on the port (port_xmit_packets).",
 );
 pub static PORT_COUNTER: Desc = Desc::counter(
-    "reveal_network_infiniband_port_counter",
+    "reveal_network_infiniband_port_events",
     Unit::None,
     COUNTER,
     "Other standard port counters (ports/N/counters/*, e.g. symbol_error, link_downed, \
      port_rcv_errors, port_xmit_discards, port_xmit_wait), label counter = file name.",
 );
 pub static HW_COUNTER: Desc = Desc::counter(
-    "reveal_network_infiniband_hw_counter",
+    "reveal_network_infiniband_hw_events",
     Unit::None,
     COUNTER,
     "Driver-specific port counters (ports/N/hw_counters/*, e.g. out_of_buffer, \
@@ -143,7 +143,8 @@ pub fn parse_counter(text: &str) -> Result<Option<u64>, ParseError> {
 enum Kind {
     /// A fixed metric, value times the factor.
     Fixed(&'static Desc, f64),
-    /// `port_counter_total` or `hw_counter_total` with the file name as `counter`.
+    /// `port_events_total` or `hw_events_total` with the file name as `counter` (a family name
+    /// may not contain "counter": promtool rejects a type in the name).
     Named(&'static Desc),
 }
 
@@ -431,8 +432,8 @@ mod tests {
         }
         got.sort();
         let want = [
-            "reveal_network_infiniband_hw_counter_total device=mlx5_0,port=1,counter=out_of_buffer 3",
-            "reveal_network_infiniband_port_counter_total device=mlx5_0,port=1,counter=symbol_error 2",
+            "reveal_network_infiniband_hw_events_total device=mlx5_0,port=1,counter=out_of_buffer 3",
+            "reveal_network_infiniband_port_events_total device=mlx5_0,port=1,counter=symbol_error 2",
             "reveal_network_infiniband_port_physical_state device=mlx5_0,port=1 5",
             "reveal_network_infiniband_port_rate_bytes_per_second device=mlx5_0,port=1 12500000000",
             "reveal_network_infiniband_port_state device=mlx5_0,port=1 4",
