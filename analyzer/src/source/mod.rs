@@ -8,6 +8,7 @@
 pub mod csv;
 pub mod openmetrics;
 pub mod prometheus;
+pub mod scrape;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
