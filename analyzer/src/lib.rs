@@ -12,3 +12,5 @@ pub mod matrix;
 pub mod kinds;
 pub mod source;
 pub mod online;
+pub mod window;
+pub mod features;
