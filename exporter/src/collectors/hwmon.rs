@@ -153,33 +153,24 @@ impl HwmonCollector {
         parse_attr_text(&self.buf).ok().map(str::to_string)
     }
 
-    /// Adds the temperature sensors of one `hwmonN` directory.
-    fn scan_chip(&mut self, hwmon: &str, chips: &mut Vec<String>, budget: &mut Budget) {
+    /// Adds the temperature sensors of one `hwmonN` directory and returns the chip label it
+    /// gave them, or `None` when the directory has no temperature.
+    fn scan_chip(&mut self, hwmon: &str, budget: &mut Budget) -> Option<String> {
         let base = self.root.join(hwmon);
         let device = base.join("device");
-        let Some(name) = self
+        let name = self
             .read_text(&base.join("name"))
-            .or_else(|| self.read_text(&device.join("name")))
-        else {
-            return;
-        };
+            .or_else(|| self.read_text(&device.join("name")))?;
         // Sensors live in the hwmon directory, or for older drivers in the device's.
-        let (dir, files) = [&base, &device]
-            .into_iter()
-            .filter_map(|d| {
-                let files: Vec<(u32, String)> = dir_names(d)
-                    .ok()?
-                    .into_iter()
-                    .filter_map(|f| Some((temp_index(&f)?, f)))
-                    .collect();
-                (!files.is_empty()).then(|| (d.clone(), files))
-            })
-            .next()
-            .unwrap_or_default();
-        if files.is_empty() {
-            return;
-        }
-        let mut chip = match std::fs::read_link(&device)
+        let (dir, mut files) = [&base, &device].into_iter().find_map(|d| {
+            let files: Vec<(u32, String)> = dir_names(d)
+                .ok()?
+                .into_iter()
+                .filter_map(|f| Some((temp_index(&f)?, f)))
+                .collect();
+            (!files.is_empty()).then(|| (d.clone(), files))
+        })?;
+        let chip = match std::fs::read_link(&device)
             .ok()
             .as_deref()
             .and_then(Path::file_name)
@@ -187,11 +178,6 @@ impl HwmonCollector {
             Some(dev) => format!("{name}/{}", dev.to_string_lossy()),
             None => name.clone(),
         };
-        if chips.contains(&chip) {
-            chip = format!("{chip}/{hwmon}");
-        }
-        chips.push(chip.clone());
-        let mut files = files;
         files.sort();
         for (k, file) in files {
             let label = self
@@ -205,16 +191,31 @@ impl HwmonCollector {
                 input: budget.attr(dir.join(file)),
             });
         }
+        Some(chip)
     }
 
     fn scan(&mut self) -> Result<(), CollectError> {
         self.scanned = Some(Instant::now());
         self.retry = false;
         self.sensors.clear();
-        let mut chips = Vec::new();
         let mut budget = Budget::new(self.max_open);
+        // (hwmonN, chip label, first sensor of the chip)
+        let mut chips: Vec<(String, String, usize)> = Vec::new();
         for hwmon in dir_names(&self.root)? {
-            self.scan_chip(&hwmon, &mut chips, &mut budget);
+            let first = self.sensors.len();
+            if let Some(chip) = self.scan_chip(&hwmon, &mut budget) {
+                chips.push((hwmon, chip, first));
+            }
+        }
+        // Chips of one driver without a device link to tell them apart (a tree that lacks the
+        // links) get their hwmonN added: unstable across boots, but never two series in one.
+        for (i, (hwmon, chip, first)) in chips.iter().enumerate() {
+            if chips.iter().filter(|c| &c.1 == chip).count() > 1 {
+                let end = chips.get(i + 1).map_or(self.sensors.len(), |c| c.2);
+                for s in &mut self.sensors[*first..end] {
+                    s.chip = format!("{chip}/{hwmon}");
+                }
+            }
         }
         if self.sensors.is_empty() {
             return Err(CollectError::Unsupported {
@@ -390,6 +391,30 @@ mod tests {
             "no sensor left"
         );
         assert!(c.retry);
+    }
+
+    #[test]
+    fn same_driver_without_device_links_is_told_apart_by_hwmon_dir() {
+        let dir = std::env::temp_dir().join(format!("reveal-hwmon-nolink-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for h in ["hwmon0", "hwmon1"] {
+            let d = dir.join("class/hwmon").join(h);
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("name"), "k10temp\n").unwrap();
+            std::fs::write(d.join("temp1_input"), "50000\n").unwrap();
+        }
+        let s = Settings {
+            paths: Paths::new(&dir, &dir),
+            ..Default::default()
+        };
+        let mut out = Scrape::new();
+        HwmonCollector::new(&s).update(&mut out).unwrap();
+        let chips: Vec<String> = out
+            .families()
+            .flat_map(|f| f.samples.iter().map(|s| s.labels[0].1.clone()))
+            .collect();
+        assert_eq!(chips, ["k10temp/hwmon0", "k10temp/hwmon1"]);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     proptest! {
