@@ -50,6 +50,7 @@ pub struct DiskstatsArgs {
     #[arg(
         id = "collector.diskstats.device-exclude",
         long = "collector.diskstats.device-exclude",
+        value_name = "REGEX",
         default_value = DEFAULT_DEVICE_EXCLUDE,
         value_parser = |s: &str| DeviceFilter::new(s).map_err(|e| e.to_string())
     )]
@@ -58,7 +59,7 @@ pub struct DiskstatsArgs {
 
 impl Default for DiskstatsArgs {
     fn default() -> Self {
-        // SAFETY of the expect: a constant pattern, compiled by the `default_filter_compiles` test.
+        // A constant pattern, compiled in the `default_filter_compiles_...` test: cannot fail here.
         let device_exclude =
             DeviceFilter::new(DEFAULT_DEVICE_EXCLUDE).expect("valid default pattern");
         DiskstatsArgs { device_exclude }
@@ -387,6 +388,23 @@ mod tests {
         }
         assert!(!DeviceFilter::new("").unwrap().matches("loop0"));
         assert!(DeviceFilter::new("(").is_err());
+    }
+
+    #[test]
+    fn flags_reach_settings() {
+        let cli =
+            crate::cli::parse_from(["x", "--collector.diskstats.device-exclude", "^sd"]).unwrap();
+        assert!(cli.settings.diskstats.device_exclude.matches("sda"));
+        assert!(!cli.settings.diskstats.device_exclude.matches("loop0"));
+        let cli =
+            crate::cli::parse_from(["x", "--collector.netdev.device-exclude", "^lo$"]).unwrap();
+        assert!(cli.settings.netdev.device_exclude.matches("lo"));
+        let cli = crate::cli::parse_from(["x"]).unwrap();
+        assert!(cli.settings.diskstats.device_exclude.matches("loop0"));
+        assert!(!cli.settings.netdev.device_exclude.matches("lo"));
+        assert!(
+            crate::cli::parse_from(["x", "--collector.diskstats.device-exclude", "("]).is_err()
+        );
     }
 
     #[test]

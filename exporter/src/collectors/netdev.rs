@@ -24,6 +24,7 @@ pub struct NetdevArgs {
     #[arg(
         id = "collector.netdev.device-exclude",
         long = "collector.netdev.device-exclude",
+        value_name = "REGEX",
         default_value = "",
         value_parser = |s: &str| DeviceFilter::new(s).map_err(|e| e.to_string())
     )]
