@@ -14,3 +14,5 @@ pub mod source;
 pub mod online;
 pub mod window;
 pub mod features;
+pub mod attribution;
+pub mod claim;

@@ -14,6 +14,11 @@ pub enum ParamError {
         range: &'static str,
         value: f64,
     },
+    #[error("{name}: {reason}")]
+    Unsupported {
+        name: &'static str,
+        reason: &'static str,
+    },
 }
 
 /// Why a detector could not be fitted or a row could not be scored.

@@ -30,6 +30,7 @@ pub mod error;
 pub mod iforest;
 pub(crate) mod linalg;
 pub mod pca;
+pub mod residual;
 pub mod scale;
 pub mod synthetic;
 pub mod zscore;

@@ -19,6 +19,10 @@ pub enum Scaling {
     /// Median and 1.4826 × MAD; where the MAD is zero (a mostly flat column
     /// with rare moves), 1.2533 × the mean absolute deviation from the median.
     Robust,
+    /// `Robust`, then each feature's residual off the workload's principal
+    /// components (at most `max_rank`, only those above noise), robustly
+    /// standardized: see [`crate::detect::residual`].
+    Residual { max_rank: usize },
 }
 
 /// 1 / Φ⁻¹(3/4): makes the MAD a consistent estimate of σ for normal data.
@@ -39,6 +43,7 @@ pub struct Scaler {
 
 impl Scaler {
     /// Fits on the baseline; fails only when no column is usable.
+    /// `Residual` scales as `Robust` here (the residual is the workload model's).
     pub fn fit(x: ArrayView2<f64>, scaling: Scaling) -> Result<Self, DetectError> {
         let n = x.nrows();
         let mut status = Vec::with_capacity(x.ncols());
@@ -54,7 +59,7 @@ impl Scaler {
             }
             let (c, s) = match scaling {
                 Scaling::Standard => mean_std(&buf),
-                Scaling::Robust => median_spread(&mut buf),
+                Scaling::Robust | Scaling::Residual { .. } => median_spread(&mut buf),
             };
             if !(s > RELATIVE_NOISE * c.abs()) || !s.is_finite() {
                 status.push(ColumnStatus::Constant);

@@ -4,13 +4,13 @@ use rand_chacha::ChaCha8Rng;
 
 use super::tree::Tree;
 use super::{average_path_length, ForestInput, IForestParams};
-use crate::detect::scale::Scaler;
+use crate::detect::residual::Standardizer;
 use crate::detect::{percentile, Attribution, ColumnStatus, Detector};
 
 /// A fitted Isolation Forest.
 #[derive(Debug, Clone)]
 pub struct IForestModel {
-    scaler: Scaler,
+    std: Standardizer,
     input: ForestInput,
     trees: Vec<Tree>,
     /// c(ψ) for the subsample size used.
@@ -19,9 +19,9 @@ pub struct IForestModel {
 }
 
 impl IForestModel {
-    pub(super) fn fit(p: &IForestParams, scaler: Scaler, x: ArrayView2<f64>) -> IForestModel {
+    pub(super) fn fit(p: &IForestParams, std: Standardizer, x: ArrayView2<f64>) -> IForestModel {
         let mut model = IForestModel {
-            scaler,
+            std,
             input: p.input,
             trees: Vec::with_capacity(p.n_trees),
             norm: 1.0,
@@ -31,8 +31,8 @@ impl IForestModel {
         let width = model.width();
         let mut data = Vec::with_capacity(n * width);
         let mut row = Vec::new();
-        for r in x.rows() {
-            model.embed(r, &mut row, None);
+        for z in model.std.transform(x).rows() {
+            model.embed_z(z, &mut row, None);
             data.extend_from_slice(&row);
         }
         let psi = p.max_samples.min(n);
@@ -62,19 +62,18 @@ impl IForestModel {
     }
 
     fn width(&self) -> usize {
-        let used = self.scaler.used().len();
+        let used = self.std.used().len();
         match self.input {
             ForestInput::Features => used,
             ForestInput::TopZ { m } => m.min(used),
         }
     }
 
-    /// The vector the trees see; `ranks` receives, per dimension, the used
-    /// column it came from.
-    fn embed(&self, x: ArrayView1<f64>, out: &mut Vec<f64>, ranks: Option<&mut Vec<usize>>) {
+    /// The vector the trees see, from a row's standardized used columns;
+    /// `ranks` receives, per dimension, the used column it came from.
+    fn embed_z(&self, z: ArrayView1<f64>, out: &mut Vec<f64>, ranks: Option<&mut Vec<usize>>) {
         out.clear();
-        out.resize(self.scaler.used().len(), 0.0);
-        self.scaler.transform_row_into(x, out);
+        out.extend(z.iter().copied());
         match self.input {
             ForestInput::Features => {
                 if let Some(r) = ranks {
@@ -116,14 +115,14 @@ impl Detector for IForestModel {
     }
 
     fn n_features(&self) -> usize {
-        self.scaler.n_features()
+        self.std.n_features()
     }
 
     /// scikit-learn's `-score_samples(x)`: in (0, 1], higher is more anomalous.
     fn score(&self, x: ArrayView1<f64>) -> f64 {
         assert_eq!(x.len(), self.n_features(), "row width");
         let mut v = Vec::new();
-        self.embed(x, &mut v, None);
+        self.embed_z(self.std.transform_row(x).view(), &mut v, None);
         self.score_embedded(&v)
     }
 
@@ -137,13 +136,14 @@ impl Detector for IForestModel {
     fn attribute(&self, x: ArrayView1<f64>, top_k: usize) -> Vec<Attribution> {
         assert_eq!(x.len(), self.n_features(), "row width");
         let (mut v, mut ranks) = (Vec::new(), Vec::new());
-        self.embed(x, &mut v, Some(&mut ranks));
-        let mut weight = vec![0.0; self.scaler.used().len()];
+        let z = self.std.transform_row(x);
+        self.embed_z(z.view(), &mut v, Some(&mut ranks));
+        let mut weight = vec![0.0; self.std.used().len()];
         for t in &self.trees {
             t.walk(&v, |dim, isolation| weight[ranks[dim]] += isolation);
         }
         let total: f64 = weight.iter().sum();
-        let used = self.scaler.used();
+        let used = self.std.used();
         let mut out: Vec<Attribution> = weight
             .iter()
             .enumerate()
@@ -151,7 +151,7 @@ impl Detector for IForestModel {
             .map(|(k, &w)| Attribution {
                 feature: used[k],
                 contribution: w / total,
-                z: self.scaler.z(k, x[used[k]]),
+                z: z[k],
             })
             .collect();
         out.sort_by(|a, b| b.contribution.total_cmp(&a.contribution));
@@ -160,7 +160,7 @@ impl Detector for IForestModel {
     }
 
     fn columns(&self) -> &[ColumnStatus] {
-        self.scaler.status()
+        self.std.status()
     }
 }
 
@@ -197,7 +197,9 @@ mod tests {
         x[[0, 2]] = 9.0;
         let m = IForestParams::literal().fit(x.view()).unwrap();
         assert_eq!(m.attribute(x.row(0), 1)[0].feature, 2);
-        let m = IForestParams::default().fit(x.view()).unwrap();
+        // Ranks of the window's top |z| map back to its features.
+        let top_z = IForestParams::default().scaling(crate::detect::scale::Scaling::Robust);
+        let m = top_z.fit(x.view()).unwrap();
         assert_eq!(m.attribute(x.row(0), 1)[0].feature, 2);
     }
 

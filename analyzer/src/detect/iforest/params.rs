@@ -2,7 +2,8 @@ use ndarray::ArrayView2;
 use serde::{Deserialize, Serialize};
 
 use super::IForestModel;
-use crate::detect::scale::{Scaler, Scaling};
+use crate::detect::residual::Standardizer;
+use crate::detect::scale::Scaling;
 use crate::detect::{check_percentile, DetectError, Fit, ParamError};
 
 /// What the trees split on.
@@ -26,7 +27,8 @@ pub enum ForestInput {
 /// | --- | --- | --- |
 /// | `n_trees` | 100 | 100 |
 /// | `max_samples` | 256 | 256 |
-/// | `input` | `TopZ { m: 16 }` | `Features` |
+/// | `scaling` | `Residual { max_rank: 64 }` | `Standard` (no effect on splits) |
+/// | `input` | `TopZ { m: 5 }` | `Features` |
 /// | `threshold_percentile` | 99 | 99 |
 /// | `seed` | 0 | 0 |
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -35,6 +37,9 @@ pub struct IForestParams {
     pub n_trees: usize,
     /// Subsample per tree (ψ); capped at the number of windows.
     pub max_samples: usize,
+    /// Standardization before the trees; with `Features` input only `Residual`
+    /// changes anything (splits are invariant to per-feature scaling).
+    pub scaling: Scaling,
     pub input: ForestInput,
     pub threshold_percentile: f64,
     pub seed: u64,
@@ -43,7 +48,8 @@ pub struct IForestParams {
 impl Default for IForestParams {
     fn default() -> Self {
         IForestParams {
-            input: ForestInput::TopZ { m: 16 },
+            scaling: Scaling::Residual { max_rank: 64 },
+            input: ForestInput::TopZ { m: 5 },
             ..IForestParams::literal()
         }
     }
@@ -55,6 +61,7 @@ impl IForestParams {
         IForestParams {
             n_trees: 100,
             max_samples: 256,
+            scaling: Scaling::Standard,
             input: ForestInput::Features,
             threshold_percentile: 99.0,
             seed: 0,
@@ -67,6 +74,10 @@ impl IForestParams {
     }
     pub fn max_samples(mut self, n: usize) -> Self {
         self.max_samples = n;
+        self
+    }
+    pub fn scaling(mut self, scaling: Scaling) -> Self {
+        self.scaling = scaling;
         self
     }
     pub fn input(mut self, input: ForestInput) -> Self {
@@ -101,6 +112,9 @@ impl IForestParams {
         if let ForestInput::TopZ { m } = self.input {
             positive("input.top_z.m", m)?;
         }
+        if let Scaling::Residual { max_rank } = self.scaling {
+            positive("scaling.residual.max_rank", max_rank)?;
+        }
         Ok(())
     }
 }
@@ -116,11 +130,7 @@ impl Fit for IForestParams {
                 min: 2,
             });
         }
-        let scaling = match self.input {
-            ForestInput::Features => Scaling::Standard,
-            ForestInput::TopZ { .. } => Scaling::Robust,
-        };
-        let scaler = Scaler::fit(x, scaling)?;
-        Ok(IForestModel::fit(self, scaler, x))
+        let std = Standardizer::fit(x, self.scaling, self.seed)?;
+        Ok(IForestModel::fit(self, std, x))
     }
 }

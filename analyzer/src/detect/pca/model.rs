@@ -1,7 +1,8 @@
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis};
 
 use super::{Components, PcaParams, PcaScore, Solver};
-use crate::detect::linalg::{randomized_pca, symmetric_eigen};
+use crate::detect::linalg::randomized_pca;
+use crate::detect::residual::{full_eigen, signal_rank};
 use crate::detect::scale::{median_spread, Scaler};
 use crate::detect::{percentile, Attribution, ColumnStatus, Detector};
 
@@ -204,11 +205,6 @@ impl PcaModel {
     }
 }
 
-fn full_eigen(z: &Array2<f64>, denom: f64) -> (Array1<f64>, Array2<f64>) {
-    let cov = z.t().dot(z) / denom;
-    symmetric_eigen(cov.view())
-}
-
 /// scikit-learn's rule: the smallest k whose cumulative explained variance
 /// ratio exceeds `fraction` (`searchsorted(cumsum, f, side="right") + 1`).
 fn variance_rank(values: &Array1<f64>, total: f64, fraction: f64) -> usize {
@@ -220,19 +216,6 @@ fn variance_rank(values: &Array1<f64>, total: f64, fraction: f64) -> usize {
         }
     }
     values.len()
-}
-
-/// Components above the Marchenko–Pastur noise edge (see `Components::Signal`).
-fn signal_rank(values: &Array1<f64>, total: f64, q: usize, n: usize, max_rank: usize) -> usize {
-    let l = values.len().min(max_rank);
-    let noise = if q > l {
-        (total - values.iter().take(l).sum::<f64>()).max(0.0) / (q - l) as f64
-    } else {
-        let mut v = values.to_vec();
-        crate::detect::scale::median(&mut v)
-    };
-    let edge = noise * (1.0 + (q as f64 / n as f64).sqrt()).powi(2);
-    values.iter().take(l).take_while(|&&v| v > edge).count()
 }
 
 fn top_k_mean(v: &mut [f64], k: usize) -> f64 {

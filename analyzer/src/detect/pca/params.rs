@@ -46,7 +46,7 @@ pub enum PcaScore {
 /// | --- | --- | --- |
 /// | `scaling` | `Robust` | `Standard` |
 /// | `components` | `Signal { max_rank: 64 }` | `Variance(0.95)` |
-/// | `solver` | `Randomized { power_iters: 4 }` | `Full` |
+/// | `solver` | `Randomized { power_iters: 2 }` | `Full` |
 /// | `score` | `TopK(5)` | `Mahalanobis` |
 /// | `threshold_percentile` | 99 | 99 |
 /// | `seed` | 0 | 0 |
@@ -66,7 +66,7 @@ impl Default for PcaParams {
         PcaParams {
             scaling: Scaling::Robust,
             components: Components::Signal { max_rank: 64 },
-            solver: Solver::Randomized { power_iters: 4 },
+            solver: Solver::Randomized { power_iters: 2 },
             score: PcaScore::TopK(5),
             threshold_percentile: 99.0,
             seed: 0,
@@ -131,6 +131,12 @@ impl PcaParams {
                 })
             }
             _ => {}
+        }
+        if let Scaling::Residual { .. } = self.scaling {
+            return Err(ParamError::Unsupported {
+                name: "scaling",
+                reason: "the PCA detector models the workload itself; use standard or robust",
+            });
         }
         if let PcaScore::TopK(0) = self.score {
             return Err(ParamError::OutOfRange {

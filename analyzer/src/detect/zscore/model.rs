@@ -1,36 +1,45 @@
 use ndarray::{ArrayView1, ArrayView2};
 
 use super::Aggregate;
-use crate::detect::scale::Scaler;
+use crate::detect::residual::Standardizer;
 use crate::detect::{percentile, Attribution, ColumnStatus, Detector};
 
 /// A fitted z-score detector.
 #[derive(Debug, Clone)]
 pub struct ZScoreModel {
-    scaler: Scaler,
+    std: Standardizer,
     aggregate: Aggregate,
     threshold: f64,
 }
 
 impl ZScoreModel {
-    pub(super) fn new(scaler: Scaler, aggregate: Aggregate, x: ArrayView2<f64>, q: f64) -> Self {
+    pub(super) fn new(std: Standardizer, aggregate: Aggregate, x: ArrayView2<f64>, q: f64) -> Self {
         let mut m = ZScoreModel {
-            scaler,
+            std,
             aggregate,
             threshold: 0.0,
         };
-        let scores = m.score_many(x);
-        m.threshold = percentile(scores.as_slice().unwrap_or(&scores.to_vec()), q);
+        let z = m.std.transform(x);
+        let scores: Vec<f64> = z.rows().into_iter().map(|r| m.score_z(r)).collect();
+        m.threshold = percentile(&scores, q);
         m
     }
 
     /// Signed z of every used column, paired with its original index.
-    fn zs(&self, x: ArrayView1<f64>) -> Vec<(usize, f64)> {
-        let used = self.scaler.used();
-        used.iter()
-            .enumerate()
-            .map(|(k, &j)| (j, self.scaler.z(k, x[j])))
+    fn zs(&self, z: ArrayView1<f64>) -> Vec<(usize, f64)> {
+        self.std
+            .used()
+            .iter()
+            .copied()
+            .zip(z.iter().copied())
             .collect()
+    }
+
+    fn score_z(&self, z: ArrayView1<f64>) -> f64 {
+        let mut z = self.zs(z);
+        let k = self.support(z.len());
+        select_top(&mut z, k);
+        z[..k].iter().map(|(_, v)| v.abs()).sum::<f64>() / k as f64
     }
 
     /// How many of the largest |z| make up the score.
@@ -56,15 +65,18 @@ impl Detector for ZScoreModel {
     }
 
     fn n_features(&self) -> usize {
-        self.scaler.n_features()
+        self.std.n_features()
     }
 
     fn score(&self, x: ArrayView1<f64>) -> f64 {
         assert_eq!(x.len(), self.n_features(), "row width");
-        let mut z = self.zs(x);
-        let k = self.support(z.len());
-        select_top(&mut z, k);
-        z[..k].iter().map(|(_, v)| v.abs()).sum::<f64>() / k as f64
+        self.score_z(self.std.transform_row(x).view())
+    }
+
+    fn score_many(&self, x: ArrayView2<f64>) -> ndarray::Array1<f64> {
+        assert_eq!(x.ncols(), self.n_features(), "row width");
+        let z = self.std.transform(x);
+        z.rows().into_iter().map(|r| self.score_z(r)).collect()
     }
 
     fn threshold(&self) -> f64 {
@@ -73,7 +85,7 @@ impl Detector for ZScoreModel {
 
     fn attribute(&self, x: ArrayView1<f64>, top_k: usize) -> Vec<Attribution> {
         assert_eq!(x.len(), self.n_features(), "row width");
-        let mut z = self.zs(x);
+        let mut z = self.zs(self.std.transform_row(x).view());
         let k = self.support(z.len());
         select_top(&mut z, k);
         let support = &mut z[..k];
@@ -91,7 +103,7 @@ impl Detector for ZScoreModel {
     }
 
     fn columns(&self) -> &[ColumnStatus] {
-        self.scaler.status()
+        self.std.status()
     }
 }
 

@@ -2,7 +2,8 @@ use ndarray::ArrayView2;
 use serde::{Deserialize, Serialize};
 
 use super::ZScoreModel;
-use crate::detect::scale::{Scaler, Scaling};
+use crate::detect::residual::Standardizer;
+use crate::detect::scale::Scaling;
 use crate::detect::{check_percentile, DetectError, Fit, ParamError};
 
 /// How per-feature |z| values become one window score.
@@ -23,25 +24,31 @@ pub enum Aggregate {
 ///
 /// | parameter | [`ZScoreParams::default`] | [`ZScoreParams::literal`] |
 /// | --- | --- | --- |
-/// | `scaling` | `Robust` (median, MAD) | `Standard` (mean, std) |
+/// | `scaling` | `Residual { max_rank: 64 }` | `Standard` (mean, std) |
 /// | `aggregate` | `TopK(5)` | `Mean` |
 /// | `threshold_percentile` | 99 | 99 |
+/// | `seed` | 0 | 0 (unused) |
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ZScoreParams {
     pub scaling: Scaling,
     pub aggregate: Aggregate,
     pub threshold_percentile: f64,
+    /// Seed of the randomized solver behind `Scaling::Residual`.
+    pub seed: u64,
 }
 
 impl Default for ZScoreParams {
     /// Made for the case the paper's score misses: a fault moves a handful of
-    /// features out of thousands. Five is "a handful"; it is not fitted to data.
+    /// features out of thousands, often within their usual range but off
+    /// their usual relation to the rest. Five is "a handful"; it is not
+    /// fitted to data.
     fn default() -> Self {
         ZScoreParams {
-            scaling: Scaling::Robust,
+            scaling: Scaling::Residual { max_rank: 64 },
             aggregate: Aggregate::TopK(5),
             threshold_percentile: 99.0,
+            seed: 0,
         }
     }
 }
@@ -53,6 +60,7 @@ impl ZScoreParams {
             scaling: Scaling::Standard,
             aggregate: Aggregate::Mean,
             threshold_percentile: 99.0,
+            seed: 0,
         }
     }
 
@@ -72,16 +80,23 @@ impl ZScoreParams {
         self
     }
 
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
     pub fn check(&self) -> Result<(), ParamError> {
         check_percentile(self.threshold_percentile)?;
-        if let Aggregate::TopK(k) = self.aggregate {
-            if k == 0 {
-                return Err(ParamError::OutOfRange {
-                    name: "aggregate.top_k",
-                    range: "[1, ∞)",
-                    value: 0.0,
-                });
-            }
+        let zero = |name| ParamError::OutOfRange {
+            name,
+            range: "[1, ∞)",
+            value: 0.0,
+        };
+        if let Aggregate::TopK(0) = self.aggregate {
+            return Err(zero("aggregate.top_k"));
+        }
+        if let Scaling::Residual { max_rank: 0 } = self.scaling {
+            return Err(zero("scaling.residual.max_rank"));
         }
         Ok(())
     }
@@ -92,15 +107,15 @@ impl Fit for ZScoreParams {
 
     fn fit(&self, x: ArrayView2<f64>) -> Result<ZScoreModel, DetectError> {
         self.check()?;
-        if x.nrows() < 2 {
+        if x.nrows() < 3 {
             return Err(DetectError::TooFewWindows {
                 rows: x.nrows(),
-                min: 2,
+                min: 3,
             });
         }
-        let scaler = Scaler::fit(x, self.scaling)?;
+        let std = Standardizer::fit(x, self.scaling, self.seed)?;
         Ok(ZScoreModel::new(
-            scaler,
+            std,
             self.aggregate,
             x,
             self.threshold_percentile,

@@ -1,0 +1,232 @@
+//! The workload model: what the baseline's correlated channels predict.
+//!
+//! Host telemetry moves mostly together: a training step raises CPU time,
+//! memory traffic and network throughput on many channels at once, so a
+//! channel's own spread over a run is dominated by the workload's phases. A
+//! fault shows as a few channels leaving their usual relation to the others.
+//! This model keeps the principal components that stand above noise (the
+//! workload), and standardizes each feature's residual off them, robustly. A
+//! residual z of 5 means "5 σ away from what the other features predict",
+//! which a marginal z of 1.5 can hide.
+
+use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis};
+
+use super::linalg::{randomized_pca, symmetric_eigen};
+use super::scale::{median_spread, Scaler, Scaling};
+use super::{ColumnStatus, DetectError};
+
+/// Above this many used features, the randomized solver is used.
+const FULL_EIGEN_MAX_FEATURES: usize = 400;
+/// Extra sketch columns of the randomized solver beyond the wanted rank.
+const OVERSAMPLE: usize = 10;
+/// Power iterations of the randomized solver (Halko et al. recommend 1–2
+/// when the spectrum decays slowly, more cost no better subspace here).
+pub(crate) const POWER_ITERS: usize = 2;
+/// A residual spread below this (in robust-z units) means the feature is a
+/// combination of others: nothing of its own to watch.
+const NULL_RESIDUAL: f64 = 1e-9;
+
+/// Robust scaling, the workload's components, and residual scales.
+#[derive(Debug, Clone)]
+pub struct WorkloadModel {
+    scaler: Scaler,
+    mean: Array1<f64>,
+    /// Workload components as rows (k × used columns), unit length.
+    components: Array2<f64>,
+    res_center: Array1<f64>,
+    /// 0 leaves the column's residual out.
+    res_scale: Array1<f64>,
+}
+
+impl WorkloadModel {
+    /// Fits on a baseline; at most `max_rank` components, only those above
+    /// the noise edge (see [`signal_rank`]).
+    pub fn fit(x: ArrayView2<f64>, max_rank: usize, seed: u64) -> Result<Self, DetectError> {
+        if x.nrows() < 3 {
+            return Err(DetectError::TooFewWindows {
+                rows: x.nrows(),
+                min: 3,
+            });
+        }
+        let scaler = Scaler::fit(x, Scaling::Robust)?;
+        let mut z = scaler.transform(x);
+        let (n, q) = z.dim();
+        let mean = z.mean_axis(Axis(0)).expect("rows checked above");
+        z -= &mean;
+        let denom = (n - 1) as f64;
+        let total = z.iter().map(|v| v * v).sum::<f64>() / denom;
+        let rank = max_rank.min(q).min(n - 1);
+        let (values, vectors) = if q > FULL_EIGEN_MAX_FEATURES {
+            randomized_pca(z.view(), rank, OVERSAMPLE, POWER_ITERS, seed)
+        } else {
+            full_eigen(&z, denom)
+        };
+        let k = signal_rank(&values, total, q, n, max_rank);
+        let components = vectors.slice_axis(Axis(0), (0..k).into()).to_owned();
+        let mut model = WorkloadModel {
+            scaler,
+            mean,
+            components,
+            res_center: Array1::zeros(q),
+            res_scale: Array1::ones(q),
+        };
+        let r = model.project_out(z);
+        let mut buf = Vec::with_capacity(n);
+        for (j, col) in r.axis_iter(Axis(1)).enumerate() {
+            buf.clear();
+            buf.extend(col.iter().copied());
+            let (c, s) = median_spread(&mut buf);
+            model.res_center[j] = c;
+            model.res_scale[j] = if s > NULL_RESIDUAL { s } else { 0.0 };
+        }
+        Ok(model)
+    }
+
+    /// Number of workload components.
+    pub fn rank(&self) -> usize {
+        self.components.nrows()
+    }
+
+    pub fn scaler(&self) -> &Scaler {
+        &self.scaler
+    }
+
+    fn project_out(&self, mut zc: Array2<f64>) -> Array2<f64> {
+        let t = zc.dot(&self.components.t());
+        zc -= &t.dot(&self.components);
+        zc
+    }
+
+    /// Residual z of every used column of every row.
+    pub fn transform(&self, x: ArrayView2<f64>) -> Array2<f64> {
+        let mut z = self.scaler.transform(x);
+        z -= &self.mean;
+        let mut r = self.project_out(z);
+        for mut row in r.rows_mut() {
+            for ((v, &c), &s) in row.iter_mut().zip(&self.res_center).zip(&self.res_scale) {
+                *v = if s > 0.0 { (*v - c) / s } else { 0.0 };
+            }
+        }
+        r
+    }
+
+    /// Residual z of one row's used columns.
+    pub fn transform_row(&self, x: ArrayView1<f64>) -> Array1<f64> {
+        self.transform(x.insert_axis(Axis(0))).row(0).to_owned()
+    }
+}
+
+pub(crate) fn full_eigen(z: &Array2<f64>, denom: f64) -> (Array1<f64>, Array2<f64>) {
+    let cov = z.t().dot(z) / denom;
+    symmetric_eigen(cov.view())
+}
+
+/// Components above the Marchenko–Pastur edge σ²(1 + √(q/n))² of pure noise
+/// (at most `max_rank`). σ² is the mean variance outside the components kept
+/// so far, from the total (the trace), so the eigenvalues the solver did not
+/// compute still count; starting from none kept, the count grows to a fixed
+/// point.
+pub(crate) fn signal_rank(
+    values: &Array1<f64>,
+    total: f64,
+    q: usize,
+    n: usize,
+    max_rank: usize,
+) -> usize {
+    let l = values.len().min(max_rank).min(q.saturating_sub(1));
+    let factor = (1.0 + (q as f64 / n as f64).sqrt()).powi(2);
+    let mut k = 0;
+    loop {
+        let rest = (total - values.iter().take(k).sum::<f64>()).max(0.0);
+        let noise = rest / (q - k) as f64;
+        let next = values
+            .iter()
+            .take(l)
+            .take_while(|&&v| v > noise * factor)
+            .count();
+        if next <= k {
+            return k;
+        }
+        k = next;
+    }
+}
+
+/// Column standardization as a detector's input: marginal (a [`Scaler`]) or
+/// off-workload residual (a [`WorkloadModel`]).
+#[derive(Debug, Clone)]
+pub enum Standardizer {
+    Marginal(Scaler),
+    Residual(WorkloadModel),
+}
+
+impl Standardizer {
+    /// Fits the standardization `scaling` names; `seed` feeds the randomized solver.
+    pub fn fit(x: ArrayView2<f64>, scaling: Scaling, seed: u64) -> Result<Self, DetectError> {
+        Ok(match scaling {
+            Scaling::Residual { max_rank } => {
+                Standardizer::Residual(WorkloadModel::fit(x, max_rank, seed)?)
+            }
+            other => Standardizer::Marginal(Scaler::fit(x, other)?),
+        })
+    }
+
+    fn scaler(&self) -> &Scaler {
+        match self {
+            Standardizer::Marginal(s) => s,
+            Standardizer::Residual(w) => w.scaler(),
+        }
+    }
+
+    pub fn status(&self) -> &[ColumnStatus] {
+        self.scaler().status()
+    }
+
+    pub fn used(&self) -> &[usize] {
+        self.scaler().used()
+    }
+
+    pub fn n_features(&self) -> usize {
+        self.scaler().n_features()
+    }
+
+    /// Standardized used columns of every row.
+    pub fn transform(&self, x: ArrayView2<f64>) -> Array2<f64> {
+        match self {
+            Standardizer::Marginal(s) => s.transform(x),
+            Standardizer::Residual(w) => w.transform(x),
+        }
+    }
+
+    /// Standardized used columns of one row.
+    pub fn transform_row(&self, x: ArrayView1<f64>) -> Array1<f64> {
+        match self {
+            Standardizer::Marginal(s) => s.transform_row(x),
+            Standardizer::Residual(w) => w.transform_row(x),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::detect::linalg::standard_normal;
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    #[test]
+    fn residual_exposes_a_broken_correlation() {
+        let mut rng = ChaCha8Rng::seed_from_u64(2);
+        let f = Array2::from_shape_fn((500, 1), |_| standard_normal(&mut rng));
+        let mut x = Array2::from_shape_fn((500, 10), |(i, _)| f[[i, 0]]);
+        x += &Array2::from_shape_fn((500, 10), |_| 0.1 * standard_normal(&mut rng));
+        let w = WorkloadModel::fit(x.view(), 5, 0).unwrap();
+        assert!((1..=2).contains(&w.rank()), "{}", w.rank());
+        // Feature 3 follows the others' factor with a 1-unit offset: a
+        // marginal z of about 1, a residual z near 10.
+        let mut row = x.row(0).to_owned();
+        row[3] += 1.0;
+        let r = w.transform_row(row.view());
+        assert!(r[3] > 6.0, "{r}");
+        assert!(r.iter().enumerate().all(|(j, v)| j == 3 || v.abs() < 4.0));
+    }
+}
