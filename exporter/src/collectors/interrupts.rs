@@ -158,15 +158,19 @@ pub fn parse_interrupts(text: &str) -> Result<Interrupts<'_>, ParseError> {
     Ok(out)
 }
 
-/// Adds a kernel counter's movement since `prev` to an accumulated total, reading a decrease of
-/// a value that fits 32 bits as a wrap of the kernel's `unsigned int`.
+/// A kernel counter's movement since `prev`. A decrease is read as a wrap of the kernel's 32-bit
+/// `unsigned int` only when the wrapped distance is under half the range (serial number
+/// arithmetic, RFC 1982): no IRQ line moves 2 Gi between two scrapes. Otherwise the counter
+/// was reset (IRQ descriptor freed and allocated again, e.g. a driver reloaded) and all of
+/// `cur` is new. A reset from above 2 Gi is indistinguishable from a wrap and is read as one.
 fn delta(prev: u64, cur: u64) -> u64 {
     if cur >= prev {
-        cur - prev
-    } else if prev <= u64::from(u32::MAX) {
-        cur + (1u64 << 32) - prev
+        return cur - prev;
+    }
+    let wrapped = (cur + (1u64 << 32)).saturating_sub(prev);
+    if prev <= u64::from(u32::MAX) && wrapped < (1u64 << 31) {
+        wrapped
     } else {
-        // A 64-bit counter went back: it was reset, so all of `cur` is new.
         cur
     }
 }
@@ -266,6 +270,23 @@ impl InterruptsCollector {
             }
         }
     }
+
+    /// Pushes the busiest lines, busiest first; ties go by file order so the set does not flap.
+    fn push_top(&mut self, out: &mut Scrape) {
+        self.order.clear();
+        self.order.extend(0..self.lines.len());
+        let lines = &self.lines;
+        self.order
+            .sort_unstable_by(|&a, &b| lines[b].total.cmp(&lines[a].total).then(a.cmp(&b)));
+        for &i in self.order.iter().take(self.top) {
+            let l = &self.lines[i];
+            out.push(
+                &LINE_INTERRUPTS,
+                vec![("irq", l.irq.clone()), ("device", l.device.clone())],
+                l.total as f64,
+            );
+        }
+    }
 }
 
 impl Collector for InterruptsCollector {
@@ -289,20 +310,7 @@ impl Collector for InterruptsCollector {
         });
         self.buf = buf;
         res?;
-        // Busiest first; ties broken by file order so the chosen set does not flap.
-        self.order.clear();
-        self.order.extend(0..self.lines.len());
-        let lines = &self.lines;
-        self.order
-            .sort_unstable_by(|&a, &b| lines[b].total.cmp(&lines[a].total).then(a.cmp(&b)));
-        for &i in self.order.iter().take(self.top) {
-            let l = &self.lines[i];
-            out.push(
-                &LINE_INTERRUPTS,
-                vec![("irq", l.irq.clone()), ("device", l.device.clone())],
-                l.total as f64,
-            );
-        }
+        self.push_top(out);
         Ok(())
     }
 }
@@ -376,6 +384,26 @@ Err:          0\n";
         assert_eq!(delta(10, 15), 5);
         assert_eq!(delta(u64::from(u32::MAX) - 1, 3), 5);
         assert_eq!(delta(1 << 40, 7), 7);
+        // A line that restarts from a low count was reset, not wrapped.
+        assert_eq!(delta(1000, 7), 7);
+    }
+
+    #[test]
+    fn top_flag_reaches_the_collector() {
+        let cli = crate::cli::parse_from(["x", "--collector.interrupts.top", "3"]).unwrap();
+        assert_eq!(cli.settings.interrupts.top, 3);
+        let cli = crate::cli::parse_from(["x"]).unwrap();
+        assert_eq!(cli.settings.interrupts.top, DEFAULT_TOP);
+        let mut c = collector(3);
+        c.account(&parse_interrupts(X86).unwrap());
+        let mut out = Scrape::new();
+        c.push_top(&mut out);
+        let top: Vec<(String, f64)> = out
+            .families()
+            .flat_map(|f| f.samples.iter().map(|s| (s.labels[0].1.clone(), s.value)))
+            .collect();
+        let want = [("LOC", 58339.0), ("36", 43041.0), ("0", 44.0)];
+        assert_eq!(top, want.map(|(i, v)| (i.to_string(), v)));
     }
 
     fn collector(top: usize) -> InterruptsCollector {
