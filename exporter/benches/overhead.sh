@@ -24,7 +24,7 @@ cargo build --release -q -p reveal-exporter
 BIN=${BIN:-target/release/reveal-exporter}
 
 # Every collector in the table, on, whatever its default.
-mapfile -t COLLECTORS < <("$BIN" --help | grep -oE -- '--collector\.[a-z0-9_]+ ' | sort -u | tr -d ' ')
+mapfile -t COLLECTORS < <("$BIN" --help | grep -oE -- '^ +--collector\.[a-z0-9_]+$' | grep -v disable-defaults | tr -d ' ')
 LOG=$(mktemp)
 # shellcheck disable=SC2086
 "$BIN" --web.listen-address 127.0.0.1:0 --log.level info "${COLLECTORS[@]}" $EXTRA_ARGS 2>"$LOG" &
@@ -45,9 +45,11 @@ addr, pid, scrapes, cpu_s, rss_s, interval = sys.argv[1], int(sys.argv[2]), int(
 host, port = addr.rsplit(":", 1)
 conn = http.client.HTTPConnection(host, int(port), timeout=10)
 tick = os.sysconf("SC_CLK_TCK")
+ACCEPT = os.environ.get("ACCEPT", "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5")
 
 def scrape():
-    conn.request("GET", "/metrics")
+    # What Prometheus sends: OpenMetrics preferred (no text-format rewrite in the exporter).
+    conn.request("GET", "/metrics", headers={"Accept": ACCEPT})
     r = conn.getresponse()
     body = r.read()
     assert r.status == 200, r.status
@@ -55,7 +57,7 @@ def scrape():
 
 def cpu_ticks():
     f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return int(f[11]) + int(f[12])  # utime, stime (fields 14 and 15)
+    return int(f[11]), int(f[12])  # utime, stime (fields 14 and 15)
 
 def rss_kib():
     for l in open(f"/proc/{pid}/status"):
@@ -76,6 +78,7 @@ def paced(seconds, on_tick=None):
 for _ in range(20):
     body = scrape()
 series = sum(1 for l in body.decode().splitlines() if l and not l.startswith("#"))
+size = len(body)
 ok = [l for l in body.decode().splitlines() if l.startswith("reveal_exporter_collector_success{")]
 
 lat = []
@@ -84,9 +87,11 @@ for _ in range(scrapes):
 lat.sort()
 q = lambda p: lat[min(len(lat) - 1, int(p * len(lat)))]
 
-c0, w0 = cpu_ticks(), time.monotonic()
+(u0, s0), w0 = cpu_ticks(), time.monotonic()
 n_cpu, _ = paced(cpu_s)
-cpu_pct = (cpu_ticks() - c0) / tick / (time.monotonic() - w0) * 100
+(u1, s1), wall = cpu_ticks(), time.monotonic() - w0
+pct = lambda t: t / tick / wall * 100
+cpu_pct, user_pct, sys_pct = pct(u1 - u0 + s1 - s0), pct(u1 - u0), pct(s1 - s0)
 
 rss0 = rss_kib(); rss = [rss0]; last = [time.monotonic()]
 def sample():
@@ -97,9 +102,10 @@ rss1 = rss_kib(); rss.append(rss1)
 
 print(f"| what | value |")
 print(f"| --- | --- |")
-print(f"| series per scrape | {series} |")
-print(f"| collectors (success) | {', '.join(l.split('\"')[1] + '=' + l.split()[-1].rstrip('.0') for l in ok)} |")
+print(f"| series per scrape | {series} ({size} bytes, Accept: {ACCEPT.split(',')[0]}) |")
+succ = ", ".join(l.split('"')[1] + "=" + l.split()[-1][:1] for l in ok)
+print(f"| collector success | {succ} |")
 print(f"| scrape latency, {scrapes} sequential | median {statistics.median(lat):.3f} ms, p90 {q(0.9):.3f} ms, p99 {q(0.99):.3f} ms, max {lat[-1]:.3f} ms |")
-print(f"| CPU at {interval*1000:.0f} ms for {cpu_s:.0f} s ({n_cpu} scrapes) | {cpu_pct:.2f} % of one core |")
+print(f"| CPU at {interval*1000:.0f} ms for {cpu_s:.0f} s ({n_cpu} scrapes) | {cpu_pct:.2f} % of one core (user {user_pct:.2f} %, system {sys_pct:.2f} %); {(u1-u0+s1-s0)/tick/n_cpu*1e3:.2f} ms CPU per scrape |")
 print(f"| RSS over {dur:.0f} s at {interval*1000:.0f} ms ({n_rss} scrapes) | start {rss0} KiB, end {rss1} KiB, min {min(rss)} KiB, max {max(rss)} KiB |")
 EOF
