@@ -334,6 +334,33 @@ def host():
         (f"instance_cpu:reveal_cpu_busy_frequency_hertz:rate1s{{{i}}}", "cpu {{cpu}}"),
     ], unit="hertz", description="TSC rate x APERF/MPERF: the clock while busy."), w=8)
 
+    L.add(timeseries("perf multiplexing", [
+        (f"reveal_cpu_perf_running_ratio{{{i}}}", "cpu {{cpu}} {{group}}"),
+    ], unit="percentunit", minimum=0, maximum=1,
+        description="Share of the time each counter group was on the PMU; counts are scaled up by its inverse."), w=8)
+
+    L.row("GPU (NVML)")
+    L.add(timeseries("GPU utilization", [
+        (f"reveal_gpu_utilization_ratio{{{i}}}", "gpu {{gpu}} SM"),
+        (f"reveal_gpu_memory_utilization_ratio{{{i}}}", "gpu {{gpu}} memory"),
+    ], unit="percentunit", minimum=0, maximum=1), w=8)
+    L.add(timeseries("GPU memory used", [
+        (f"reveal_gpu_memory_used_bytes{{{i}}} / reveal_gpu_memory_total_bytes{{{i}}}", "gpu {{gpu}} memory used"),
+    ], unit="percentunit", minimum=0, maximum=1), w=8)
+    L.add(timeseries("GPU power", [
+        (f"reveal_gpu_power_watts{{{i}}}", "gpu {{gpu}}"),
+    ], unit="watt"), w=8)
+    L.add(timeseries("PCIe link below its maximum", [
+        (f"reveal_gpu_pcie_link_width_max{{{i}}} - reveal_gpu_pcie_link_width{{{i}}}", "gpu {{gpu}} lanes missing"),
+        (f"reveal_gpu_pcie_link_generation_max{{{i}}} - reveal_gpu_pcie_link_generation{{{i}}}", "gpu {{gpu}} generations below"),
+    ], unit="short", minimum=0, description="A down-trained link (fewer lanes or a lower generation) silently halves transfers."), w=8)
+    L.add(timeseries("GPU throttling", [
+        (f"reveal_gpu_throttle_reason{{{i}}}", "gpu {{gpu}} {{reason}}"),
+    ], unit="short", stack=True, description="1 while a throttle reason holds the clocks down."), w=8)
+    L.add(timeseries("GPU ECC errors", [
+        (f"sum by (gpu, type) (rate(reveal_gpu_ecc_errors_total{{{i}}}[$__rate_interval]))", "gpu {{gpu}} {{type}}"),
+    ], unit="ops"), w=8)
+
     L.row("Memory")
     L.add(timeseries("Memory utilization", [
         (f"instance:reveal_memory_utilization:ratio{{{i}}}", "used"),
