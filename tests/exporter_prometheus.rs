@@ -69,6 +69,20 @@ fn prometheus_scrapes_the_exporter_at_100ms() {
         .unwrap();
     assert_eq!(ok.len(), 1, "stat collector succeeded: {ok:?}");
 
+    // A collector's success does not flap while the host stays the same: an unsupported
+    // collector reports 0 on every scrape, not only on the first.
+    let flapping = prom
+        .query("changes(reveal_exporter_collector_success[3s]) > 0")
+        .unwrap();
+    let names: Vec<_> = flapping
+        .iter()
+        .map(|s| s.metric.get("collector").cloned().unwrap_or_default())
+        .collect();
+    assert!(
+        flapping.is_empty(),
+        "collectors whose success changed within 3 s: {names:?}"
+    );
+
     // Every sample of a scrape was ingested: what Prometheus counted in the last scrape equals
     // the series it holds for the job (up and scrape_* are its own, added on top).
     let scraped = prom

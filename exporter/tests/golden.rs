@@ -7,7 +7,9 @@
 
 mod common;
 
-use common::{exposition_samples, fixture, render_tree, strip_nondeterministic, HOST_ONLY};
+use common::{
+    exposition_samples, fixture, render_tree, render_tree_n, strip_nondeterministic, HOST_ONLY,
+};
 use reveal_exporter::collectors::COLLECTORS;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -51,8 +53,34 @@ fn golden_path(tree: &str) -> PathBuf {
         .join(format!("{tree}.prom"))
 }
 
+fn diff(a: &str, b: &str, names: (&str, &str)) -> String {
+    let d = similar::TextDiff::from_lines(a, b);
+    let shown = d
+        .unified_diff()
+        .context_radius(2)
+        .header(names.0, names.1)
+        .to_string();
+    let lines: Vec<&str> = shown.lines().collect();
+    let cut = lines.len().min(200);
+    format!(
+        "({} diff lines, first {cut} shown)\n{}",
+        lines.len(),
+        lines[..cut].join("\n")
+    )
+}
+
 fn check_golden(tree: &str) {
-    let got = strip_nondeterministic(&render_tree(tree));
+    let renders = render_tree_n(tree, 3);
+    let got = strip_nondeterministic(&renders[0]);
+    for (i, later) in renders.iter().enumerate().skip(1) {
+        let later = strip_nondeterministic(later);
+        assert!(
+            later == got,
+            "{tree}: scrape {} of unchanged files differs from the first {}",
+            i + 1,
+            diff(&got, &later, ("scrape 1", "later scrape"))
+        );
+    }
     let path = golden_path(tree);
     if std::env::var_os("UPDATE_GOLDEN").is_some() {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();

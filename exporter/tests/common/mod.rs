@@ -32,6 +32,13 @@ pub fn fixture(tree: &str) -> PathBuf {
 /// Renders one scrape of `tree` in the Prometheus text format with every collector enabled
 /// except [`HOST_ONLY`].
 pub fn render_tree(tree: &str) -> String {
+    render_tree_n(tree, 1).pop().expect("one render")
+}
+
+/// Renders `n` consecutive scrapes of `tree` with one runner, as a served exporter would:
+/// collectors keep state between scrapes (cached probes, counter unwrapping), and a second
+/// scrape of unchanged files must expose the same thing as the first.
+pub fn render_tree_n(tree: &str, n: usize) -> Vec<String> {
     let root = fixture(tree);
     assert!(root.is_dir(), "no fixture tree {}", root.display());
     let names: Vec<&str> = COLLECTORS
@@ -44,7 +51,7 @@ pub fn render_tree(tree: &str) -> String {
         ..Default::default()
     };
     let runner = Runner::new(&names, &settings).expect("every table name is known");
-    runner.render_as(Format::Text)
+    (0..n).map(|_| runner.render_as(Format::Text)).collect()
 }
 
 /// Drops the sample lines of [`NONDETERMINISTIC`] families.
