@@ -32,8 +32,9 @@ pub const RESCAN: Duration = Duration::from_secs(5);
 /// The earliest rescan after a failed read, so a file that stays broken does not cost a scan
 /// on every scrape.
 pub const RETRY: Duration = Duration::from_secs(1);
-/// `scaling_cur_freq` files kept open between scrapes; beyond it, files are read by path.
-pub const MAX_OPEN: usize = 128;
+/// Share of the process's descriptor limit (1/N) this collector may keep open between
+/// scrapes; beyond it, files are read by path.
+pub const FD_SHARE: usize = 16;
 
 pub static FREQUENCY: Desc = Desc::gauge(
     "reveal_cpu_frequency",
@@ -92,7 +93,7 @@ pub struct CpufreqCollector {
     scanned: Option<Instant>,
     /// A read failed since the last scan: rescan after [`RETRY`] rather than [`RESCAN`].
     retry: bool,
-    /// How many attribute files may be kept open ([`MAX_OPEN`]).
+    /// A cap on kept-open files below the [`FD_SHARE`] budget (tests set it to read by path).
     max_open: usize,
     buf: String,
 }
@@ -104,7 +105,7 @@ impl CpufreqCollector {
             cpus: Vec::new(),
             scanned: None,
             retry: false,
-            max_open: MAX_OPEN,
+            max_open: usize::MAX,
             buf: String::new(),
         }
     }
@@ -119,7 +120,7 @@ impl CpufreqCollector {
         self.scanned = Some(Instant::now());
         self.retry = false;
         self.cpus.clear();
-        let mut budget = Budget::new(self.max_open);
+        let mut budget = Budget::share_of_limit(FD_SHARE).capped(self.max_open);
         for name in dir_names(&self.cpu_root)? {
             let Some(n) = name
                 .strip_prefix("cpu")

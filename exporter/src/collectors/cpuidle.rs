@@ -30,9 +30,10 @@ pub const RESCAN: Duration = Duration::from_secs(10);
 /// The earliest rescan after a failed read, so a file that stays broken does not cost a scan
 /// on every scrape.
 pub const RETRY: Duration = Duration::from_secs(1);
-/// Attribute files kept open between scrapes (two per CPU and state); beyond it, files are
-/// read by path.
-pub const MAX_OPEN: usize = 256;
+/// Share of the process's descriptor limit (1/N) this collector may keep open between scrapes
+/// (two files per CPU and idle state: the most of any collector); beyond it, files are read by
+/// path.
+pub const FD_SHARE: usize = 4;
 
 pub static IDLE_TIME: Desc = Desc::counter(
     "reveal_cpu_idle_state_time",
@@ -78,7 +79,7 @@ pub struct CpuidleCollector {
     scanned: Option<Instant>,
     /// A read failed since the last scan: rescan after [`RETRY`] rather than [`RESCAN`].
     retry: bool,
-    /// How many attribute files may be kept open ([`MAX_OPEN`]).
+    /// A cap on kept-open files below the [`FD_SHARE`] budget (tests set it to read by path).
     max_open: usize,
     buf: String,
 }
@@ -90,7 +91,7 @@ impl CpuidleCollector {
             states: Vec::new(),
             scanned: None,
             retry: false,
-            max_open: MAX_OPEN,
+            max_open: usize::MAX,
             buf: String::new(),
         }
     }
@@ -104,7 +105,7 @@ impl CpuidleCollector {
         self.scanned = Some(Instant::now());
         self.retry = false;
         self.states.clear();
-        let mut budget = Budget::new(self.max_open);
+        let mut budget = Budget::share_of_limit(FD_SHARE).capped(self.max_open);
         for cpu_name in dir_names(&self.cpu_root)? {
             let Some(n) = cpu_name.strip_prefix("cpu") else {
                 continue;

@@ -30,8 +30,9 @@ use std::time::{Duration, Instant};
 pub const RESCAN: Duration = Duration::from_secs(10);
 /// The earliest rescan after a sensor file vanished.
 pub const RETRY: Duration = Duration::from_secs(1);
-/// `tempK_input` files kept open between scrapes; beyond it, files are read by path.
-pub const MAX_OPEN: usize = 128;
+/// Share of the process's descriptor limit (1/N) this collector may keep open between
+/// scrapes; beyond it, files are read by path.
+pub const FD_SHARE: usize = 16;
 
 const LABELS: &[&str] = &["chip", "sensor", "label"];
 
@@ -131,7 +132,7 @@ pub struct HwmonCollector {
     sensors: Vec<Sensor>,
     scanned: Option<Instant>,
     retry: bool,
-    /// How many attribute files may be kept open ([`MAX_OPEN`]).
+    /// A cap on kept-open files below the [`FD_SHARE`] budget (tests set it to read by path).
     max_open: usize,
     buf: String,
 }
@@ -143,7 +144,7 @@ impl HwmonCollector {
             sensors: Vec::new(),
             scanned: None,
             retry: false,
-            max_open: MAX_OPEN,
+            max_open: usize::MAX,
             buf: String::new(),
         }
     }
@@ -198,7 +199,7 @@ impl HwmonCollector {
         self.scanned = Some(Instant::now());
         self.retry = false;
         self.sensors.clear();
-        let mut budget = Budget::new(self.max_open);
+        let mut budget = Budget::share_of_limit(FD_SHARE).capped(self.max_open);
         // (hwmonN, chip label, first sensor of the chip)
         let mut chips: Vec<(String, String, usize)> = Vec::new();
         for hwmon in dir_names(&self.root)? {

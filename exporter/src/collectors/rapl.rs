@@ -25,6 +25,7 @@
 //! another user every read is denied and the collector is `Unsupported`. The development VM
 //! has no powercap class at all (no RAPL in the guest), so it is `Unsupported` there too.
 
+use super::sysfs_attr::{Attr, Budget};
 use super::{Collector, Settings};
 use crate::error::{CollectError, ParseError};
 use crate::read::{dir_names, read_into};
@@ -37,6 +38,9 @@ pub const RESCAN: Duration = Duration::from_secs(30);
 /// The earliest rescan after a failed read, so a file that stays broken does not cost a scan
 /// on every scrape.
 pub const RETRY: Duration = Duration::from_secs(1);
+/// Share of the process's descriptor limit (1/N) this collector may keep open between
+/// scrapes (one `energy_uj` per zone); beyond it, files are read by path.
+pub const FD_SHARE: usize = 16;
 
 pub static ENERGY: Desc = Desc::counter(
     "reveal_cpu_rapl_energy",
@@ -70,7 +74,7 @@ pub fn energy_delta(last: u64, cur: u64, max_range: u64) -> u64 {
 struct Zone {
     dir: String,
     label: String,
-    energy: PathBuf,
+    energy: Attr,
     max_range: u64,
     last: Option<u64>,
     total_uj: u64,
@@ -105,6 +109,7 @@ impl RaplCollector {
         self.scanned = Some(Instant::now());
         self.retry = false;
         let mut old = std::mem::take(&mut self.zones);
+        let mut budget = Budget::share_of_limit(FD_SHARE);
         // Ordered by zone id path (0, 0:0, 0:1, 1, 1:0): parents before their subzones, which
         // labelling needs, and each package's subzones together.
         let mut dirs: Vec<(Vec<u32>, String)> = dir_names(&self.root)?
@@ -152,7 +157,7 @@ impl RaplCollector {
                 None => (None, 0),
             };
             self.zones.push(Zone {
-                energy: zone_dir.join("energy_uj"),
+                energy: budget.attr(zone_dir.join("energy_uj")),
                 dir,
                 label,
                 max_range,
@@ -183,8 +188,8 @@ impl Collector for RaplCollector {
         let mut first_err = None;
         let mut ok = 0;
         for z in &mut self.zones {
-            let read = read_into(&z.energy, &mut self.buf).and_then(|()| {
-                parse_microjoules(&self.buf).map_err(|e| CollectError::parse(&z.energy, e))
+            let read = z.energy.read(&mut self.buf).and_then(|()| {
+                parse_microjoules(&self.buf).map_err(|e| CollectError::parse(z.energy.path(), e))
             });
             match read {
                 Ok(cur) => {
@@ -280,7 +285,7 @@ mod tests {
         std::fs::write(root.join("intel-rapl:0/energy_uj"), "2000000\n").unwrap();
         assert_eq!(read(&mut c)[0].1, 1002.0);
         // A zone that becomes unreadable is skipped, the others stay.
-        std::fs::remove_file(root.join("intel-rapl:1/energy_uj")).unwrap();
+        std::fs::write(root.join("intel-rapl:1/energy_uj"), "garbage\n").unwrap();
         assert_eq!(read(&mut c).len(), 4);
         std::fs::remove_dir_all(&dir).unwrap();
     }

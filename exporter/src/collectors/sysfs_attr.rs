@@ -7,13 +7,16 @@
 //! hwmon files inside the scrape budget.
 //!
 //! File descriptors are a shared budget (the HTTP server needs some, perf needs many), so each
-//! collector keeps at most a fixed number open and reads the rest by path.
+//! collector keeps at most a share of the process's descriptor limit open and reads the rest by
+//! path. The soft limit is first raised to the hard limit, as perf does (and as Go exporters
+//! do at start): the common soft limit of 1024 is far below what a many-core host needs.
 
 use crate::error::{CollectError, ParseError};
 use crate::read::read_into;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 /// Longest attribute text read through a kept file. The attributes read this way are one
 /// integer or a short name; a longer text is refused rather than silently cut.
@@ -30,9 +33,29 @@ pub struct Attr {
 #[derive(Debug)]
 pub struct Budget(usize);
 
+/// The descriptor limit after raising the soft limit to the hard one; 1024, the usual soft
+/// limit, when the limit cannot be read.
+pub fn fd_limit() -> usize {
+    static LIMIT: OnceLock<usize> = OnceLock::new();
+    *LIMIT.get_or_init(|| {
+        let lim = crate::perf_sys::raise_fd_limit().unwrap_or(1024);
+        usize::try_from(lim).unwrap_or(usize::MAX)
+    })
+}
+
 impl Budget {
     pub fn new(max_open: usize) -> Self {
         Budget(max_open)
+    }
+
+    /// A budget of `1/divisor` of the process's descriptor limit.
+    pub fn share_of_limit(divisor: usize) -> Self {
+        Budget(fd_limit() / divisor.max(1))
+    }
+
+    /// The same budget, lowered to `max` if it is above.
+    pub fn capped(self, max: usize) -> Self {
+        Budget(self.0.min(max))
     }
 
     /// An attribute at `path`, kept open when the budget allows and the open succeeds (a
