@@ -161,7 +161,10 @@ impl Runner {
                     Some(None) => continue,
                     Some(Some(r)) => Some(r),
                 };
-                let keep = |s: &&crate::scrape::Sample| rule.map_or(true, |r| r.keeps(&s.labels));
+                let keep = |s: &&crate::scrape::Sample| match rule {
+                    Some(r) => r.keeps(&s.labels),
+                    None => true,
+                };
                 if !fam.samples.iter().any(|s| keep(&s)) {
                     continue;
                 }

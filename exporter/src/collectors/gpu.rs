@@ -108,9 +108,7 @@ impl NvmlSource {
             ] {
                 for (loc, l_name) in &locations {
                     // NOT_SUPPORTED for locations this GPU lacks, or ECC off: leave them out.
-                    if let Ok(count) =
-                        d.memory_error_counter(ty.clone(), counter.clone(), loc.clone())
-                    {
+                    if let Ok(count) = d.memory_error_counter(ty, counter, *loc) {
                         s.ecc.push(gpu_map::EccCount {
                             error_type: ty_name.into(),
                             counter: c_name.into(),

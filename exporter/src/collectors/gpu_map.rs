@@ -426,7 +426,8 @@ mod tests {
             for g in &gpus {
                 let at = format!("{} gpu {}", path.display(), g.index);
                 let pct = |v: Option<u32>| v.map(|p| f64::from(p) / 100.0);
-                let checks: Vec<(&'static Desc, Vec<(&str, &str)>, Option<f64>)> = vec![
+                type Check<'a> = (&'static Desc, Vec<(&'a str, &'a str)>, Option<f64>);
+                let checks: Vec<Check> = vec![
                     (&UTILIZATION, vec![], pct(g.utilization_gpu_percent)),
                     (
                         &MEMORY_UTILIZATION,

@@ -56,7 +56,10 @@ pub struct Settings {
 impl Settings {
     /// Whether a metric family is wanted: collectors skip work for families it is not.
     pub fn wants(&self, desc: &Desc) -> bool {
-        self.selection.as_ref().map_or(true, |s| s.wants(desc))
+        match &self.selection {
+            Some(s) => s.wants(desc),
+            None => true,
+        }
     }
 }
 

@@ -22,7 +22,10 @@ fn write(root: &Path, rel: &str, text: &str) {
     std::fs::write(p, text).unwrap();
 }
 
-fn samples(c: &mut MsrCollector) -> Vec<(String, Vec<(&'static str, String)>, f64)> {
+/// (sample name, labels, value)
+type Row = (String, Vec<(&'static str, String)>, f64);
+
+fn samples(c: &mut MsrCollector) -> Vec<Row> {
     let mut s = Scrape::new();
     c.update(&mut s).expect("update");
     s.families()

@@ -137,23 +137,24 @@ fn hardware_path_with_stand_in_counters() {
     if !perf_allowed() {
         return;
     }
-    let mut cfg = ExporterConfig::default();
-    cfg.perf = PerfConfig {
-        events: vec![
-            RawEvent {
-                name: "ls_dispatch.ld_dispatch".into(),
-                subsystem: crate::config::Subsystem::Memory,
-                event: Some(0x29),
-                umask: Some(1),
-                ..raw()
-            },
-            RawEvent {
-                name: "ls_dc_accesses".into(),
-                subsystem: crate::config::Subsystem::Memory,
-                event: Some(0x40),
-                ..raw()
-            },
-        ],
+    let cfg = ExporterConfig {
+        perf: PerfConfig {
+            events: vec![
+                RawEvent {
+                    name: "ls_dispatch.ld_dispatch".into(),
+                    subsystem: crate::config::Subsystem::Memory,
+                    event: Some(0x29),
+                    umask: Some(1),
+                    ..raw()
+                },
+                RawEvent {
+                    name: "ls_dc_accesses".into(),
+                    subsystem: crate::config::Subsystem::Memory,
+                    event: Some(0x40),
+                    ..raw()
+                },
+            ],
+        },
     };
     let s = Settings {
         config: Arc::new(cfg),
