@@ -11,7 +11,10 @@
 //!    t-value of the `x[t]` coefficient.
 //!
 //! `add_trend(has_constant="skip")` adds no constant when a column already is a non-zero
-//! constant; that is reproduced. The regressions are solved by Householder QR instead of
+//! constant; that is reproduced. The level regressor is shifted by `x[0]` when a constant
+//! is in the model (the statistic is unchanged in exact arithmetic): statsmodels does not
+//! shift, and on series like 1e12 ± 1 its pseudo-inverse drops the level direction as
+//! rank-deficient and returns a meaningless value (the reference script documents where). The regressions are solved by Householder QR instead of
 //! statsmodels' pseudo-inverse: the nested models of step 2 are the prefixes of one QR, so
 //! the lag search costs one factorization, and with `x[t]` as the last column of step 3 its
 //! t-value is `z_k · sign(R_kk) / σ`. Both give the least-squares solution; they differ
@@ -58,7 +61,7 @@ impl Adf {
         // Step 2: lag search on rows t = maxlag..=n-2.
         let nobs = n - 1 - maxlag;
         let first_row = maxlag;
-        let lagcols = |j: usize, r: usize| -> f64 {
+        let raw = |j: usize, r: usize| -> f64 {
             let t = first_row + r;
             if j == 0 {
                 x[t]
@@ -66,7 +69,17 @@ impl Adf {
                 dx(t - j)
             }
         };
-        let with_const = !(0..=maxlag).any(|j| nonzero_constant(nobs, |r| lagcols(j, r)));
+        let with_const = !(0..=maxlag).any(|j| nonzero_constant(nobs, |r| raw(j, r)));
+        // With a constant in the model, shifting the level regressor by x[0] changes only
+        // the constant's coefficient; it keeps a series like 1e12 ± 1 well conditioned.
+        let shift = if with_const { x[0] } else { 0.0 };
+        let lagcols = |j: usize, r: usize| -> f64 {
+            if j == 0 {
+                raw(0, r) - shift
+            } else {
+                raw(j, r)
+            }
+        };
         // Columns in statsmodels' order: [const,] level, Δx lags 1..maxlag.
         let k = maxlag + 1 + usize::from(with_const);
         self.fill(nobs, k, |c, r| {
@@ -105,10 +118,11 @@ impl Adf {
         // Step 3: rows t = p..=n-2, columns [const,] Δx lags 1..p, level (last).
         let nobs = n - 1 - p;
         let row0 = p;
-        let level = |r: usize| x[row0 + r];
         let lag = |j: usize, r: usize| dx(row0 + r - j);
-        let with_const = !(nonzero_constant(nobs, level)
+        let with_const = !(nonzero_constant(nobs, |r| x[row0 + r])
             || (1..=p).any(|j| nonzero_constant(nobs, |r| lag(j, r))));
+        let shift = if with_const { x[0] } else { 0.0 };
+        let level = |r: usize| x[row0 + r] - shift;
         let c0 = usize::from(with_const);
         let k = c0 + p + 1;
         self.fill(nobs, k, |c, r| {

@@ -6,7 +6,7 @@
 //! | --- | --- | --- |
 //! | mean, sum_values | `np.mean`, `np.sum` | numpy's pairwise sum ([`np_sum`]) |
 //! | variance, standard_deviation | `np.var`, `np.std` | two passes, pairwise sums, `/ n` |
-//! | skewness, kurtosis | `pd.Series.skew/kurtosis` | pandas 3's online central moments, bias-adjusted (G1, G2); NaN below 3 / 4 samples or with zero spread |
+//! | skewness, kurtosis | `pd.Series.skew/kurtosis` | central moments of deviations from the first value, bias-adjusted (G1, G2); NaN below 3 / 4 samples or with zero spread |
 //! | linear_trend | `scipy.stats.linregress(range(n), x)` | `np.cov(bias=1)` moments; NaN for n ≤ 1 |
 //! | autocorrelation lag 1 | own code | NaN when `np.isclose(var, 0)`, i.e. var ≤ 1e-8 |
 //! | mean_abs_change | `np.mean(np.abs(np.diff(x)))` | pairwise sum; NaN for n ≤ 1 |
@@ -128,32 +128,37 @@ impl Stats {
     }
 }
 
-/// pandas 3 `Series.skew()` / `.kurt()` (`pandas/_libs/algos.pxd`: `moments_add_value`,
-/// `calc_skew`, `calc_kurt`): central moments updated sample by sample, in that order of
-/// operations, so near-constant series round as pandas rounds them.
+/// pandas 3 `Series.skew()` / `.kurt()`: the bias-adjusted G1 and G2 of the central
+/// moments (`pandas/_libs/algos.pxd` `calc_skew`, `calc_kurt`). pandas gets these moments
+/// essentially exactly, even for a series of 1 ± 1e-9 or 1e12 ± 1 where a rounded mean
+/// would shift every deviation; the same accuracy comes from taking deviations from the
+/// first value (exact for nearby values), then from their mean. NaN below 3 (skew) or 4
+/// (kurtosis) samples, and for zero spread (0/0), as pandas 3 returns.
 pub fn pandas_skew_kurt(x: &[f64]) -> (f64, f64) {
-    let (mut mean, mut m2, mut m3, mut m4) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
-    for (k, &val) in x.iter().enumerate() {
-        let n = (k + 1) as f64;
-        let delta = val - mean;
-        let delta_n = delta / n;
-        let term1 = delta * delta_n * (n - 1.0);
-        m4 += delta_n * (-4.0 * m3 + delta_n * (6.0 * m2 + term1 * (n * n - 3.0 * n + 3.0)));
-        m3 += delta_n * (term1 * (n - 2.0) - 3.0 * m2);
-        m2 += term1;
-        mean += delta_n;
-    }
-    let n = x.len() as f64;
-    let skew = if x.len() < 3 {
-        f64::NAN
-    } else {
-        (m3 / (m2 * m2.sqrt())) * ((n * (n - 1.0).sqrt()) / (n - 2.0))
+    let n = x.len();
+    let Some(&x0) = x.first() else {
+        return (f64::NAN, f64::NAN);
     };
-    let kurt = if x.len() < 4 {
+    let nf = n as f64;
+    let m = np_sum(n, |i| x[i] - x0) / nf;
+    let (mut m2, mut m3, mut m4) = (0.0f64, 0.0f64, 0.0f64);
+    for &v in x {
+        let d = (v - x0) - m;
+        let d2 = d * d;
+        m2 += d2;
+        m3 += d2 * d;
+        m4 += d2 * d2;
+    }
+    let skew = if n < 3 {
         f64::NAN
     } else {
-        let inner = n * (n + 1.0) * (m4 / (m2 * m2)) - 3.0 * (n - 1.0);
-        ((n - 1.0) / ((n - 2.0) * (n - 3.0))) * inner
+        (m3 / (m2 * m2.sqrt())) * ((nf * (nf - 1.0).sqrt()) / (nf - 2.0))
+    };
+    let kurt = if n < 4 {
+        f64::NAN
+    } else {
+        let inner = nf * (nf + 1.0) * (m4 / (m2 * m2)) - 3.0 * (nf - 1.0);
+        ((nf - 1.0) / ((nf - 2.0) * (nf - 3.0))) * inner
     };
     (skew, kurt)
 }
