@@ -12,11 +12,11 @@ RUN cargo build --release --locked -p reveal-exporter -p reveal-analyzer \
 
 FROM debian:bookworm-slim AS exporter
 COPY --from=build /out/reveal-exporter /usr/local/bin/reveal-exporter
-# Root inside the container: perf events, MSRs and NVML need capabilities the compose file
-# grants (see docs/privileges.md); the exporter only reads the host's /proc and /sys.
+# Root inside the container, with only the capabilities docker-compose.yml adds
+# (docs/privileges.md): the host's RAPL energy files and MSR devices are root-only.
 EXPOSE 19190
 ENTRYPOINT ["/usr/local/bin/reveal-exporter"]
-CMD ["--path.procfs=/host/proc", "--path.sysfs=/host/sys"]
+CMD ["--path.procfs=/host/proc", "--path.sysfs=/host/sys", "--path.devfs=/host/dev"]
 
 FROM debian:bookworm-slim AS analyzer
 RUN apt-get update \

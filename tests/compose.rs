@@ -129,9 +129,22 @@ fn compose_file_is_valid() {
 fn exporter_sees_the_host() {
     let Some(c) = resolved() else { return };
     let e = &c["services"]["exporter"];
-    // perf, MSR and NVML need privileges (docs/privileges.md); /proc/net is per network
-    // namespace, so the host's network counters need the host network.
-    assert_eq!(e["privileged"].as_bool(), Some(true));
+    // perf and MSR need the capabilities docs/privileges.md names, no more; /proc/net is per
+    // network namespace, so the host's network counters need the host network.
+    assert_ne!(
+        e["privileged"].as_bool(),
+        Some(true),
+        "the exporter needs capabilities, not privileged"
+    );
+    let caps: Vec<String> = strings(&e["cap_add"])
+        .iter()
+        .map(|c| format!("CAP_{c}"))
+        .collect();
+    assert_eq!(
+        caps,
+        documented_capabilities(),
+        "cap_add and docs/privileges.md disagree"
+    );
     assert_eq!(e["pid"].as_str(), Some("host"));
     assert_eq!(e["network_mode"].as_str(), Some("host"));
     let vols = strings(&e["volumes"]);
@@ -144,6 +157,58 @@ fn exporter_sees_the_host() {
     let cmd = strings(&e["command"]);
     assert_eq!(flag(&cmd, "--path.procfs").as_deref(), Some("/host/proc"));
     assert_eq!(flag(&cmd, "--path.sysfs").as_deref(), Some("/host/sys"));
+    // The MSR devices: mounted where --path.devfs points, and admitted by the device cgroup.
+    let devfs = flag(&cmd, "--path.devfs").expect("--path.devfs");
+    assert!(
+        vols.contains(&format!("/dev/cpu:{devfs}/cpu:ro")),
+        "{vols:?}"
+    );
+    assert!(strings(&e["device_cgroup_rules"])
+        .iter()
+        .any(|r| r.starts_with("c 202:")));
+}
+
+/// The capabilities docs/privileges.md grants the exporter (its systemd example's
+/// `AmbientCapabilities=` line), sorted.
+fn documented_capabilities() -> Vec<String> {
+    let doc =
+        std::fs::read_to_string(root().join("docs/privileges.md")).expect("docs/privileges.md");
+    let line = doc
+        .lines()
+        .find_map(|l| l.strip_prefix("AmbientCapabilities="))
+        .expect("docs/privileges.md has an AmbientCapabilities= line");
+    let mut caps: Vec<String> = line.split_whitespace().map(str::to_string).collect();
+    caps.sort();
+    caps
+}
+
+#[test]
+fn systemd_units_grant_the_documented_capabilities() {
+    let unit =
+        std::fs::read_to_string(root().join("deploy/systemd/reveal-exporter.service")).unwrap();
+    let field = |k: &str| -> Vec<String> {
+        let mut v: Vec<String> = unit
+            .lines()
+            .filter_map(|l| l.strip_prefix(&format!("{k}=")))
+            .flat_map(|l| l.split_whitespace().map(str::to_string))
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(field("AmbientCapabilities"), documented_capabilities());
+    assert_eq!(field("CapabilityBoundingSet"), documented_capabilities());
+    assert!(
+        unit.contains("--path.procfs") || !unit.contains("/host/"),
+        "unit reads another root without saying so"
+    );
+    let analyzer =
+        std::fs::read_to_string(root().join("deploy/systemd/reveal-analyzer.service")).unwrap();
+    assert!(analyzer.contains("--config.file=/etc/reveal/analyzer.yml"));
+    // The analyzer needs no privileges at all.
+    assert!(
+        analyzer.contains("CapabilityBoundingSet=\n")
+            || analyzer.lines().any(|l| l == "CapabilityBoundingSet=")
+    );
 }
 
 /// `host:port` of a URL such as `http://127.0.0.1:19090/api/v1/write`.
@@ -291,4 +356,36 @@ fn stack_analyzer_config_is_accepted_by_the_analyzer() {
     if let Err(e) = reveal_analyzer::config::Config::load(&path) {
         panic!("{e}");
     }
+}
+
+#[test]
+fn systemd_units_pass_systemd_analyze_verify() {
+    let Some(sa) = require_tool("systemd-analyze", "systemd") else {
+        return;
+    };
+    // verify checks that ExecStart binaries exist: point the units at this build's.
+    let dir = reveal_e2e::TempDir::new("reveal-units");
+    let bin = reveal_e2e::target_dir();
+    let mut units = Vec::new();
+    for name in ["reveal-exporter.service", "reveal-analyzer.service"] {
+        let text = std::fs::read_to_string(root().join("deploy/systemd").join(name)).unwrap();
+        units.push(dir.write(
+            name,
+            &text.replace("/usr/local/bin/", &format!("{}/", bin.display())),
+        ));
+    }
+    let out = Command::new(sa)
+        .arg("verify")
+        .args(&units)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() && text.trim().is_empty(),
+        "systemd-analyze verify:\n{text}"
+    );
 }
