@@ -9,6 +9,7 @@
 #
 #   exporter/benches/overhead.sh                 # 1000 scrapes, 60 s CPU, 600 s RSS
 #   SCRAPES=200 CPU_SECONDS=10 RSS_SECONDS=30 exporter/benches/overhead.sh   # quick look
+#   MODE=default exporter/benches/overhead.sh    # only the collectors on by default
 #
 # Needs: cargo, python3 (standard library only). Listens on 127.0.0.1, a free port.
 set -euo pipefail
@@ -23,8 +24,12 @@ EXTRA_ARGS=${EXTRA_ARGS:-}
 cargo build --release -q -p reveal-exporter
 BIN=${BIN:-target/release/reveal-exporter}
 
-# Every collector in the table, on, whatever its default.
-mapfile -t COLLECTORS < <("$BIN" --help | grep -oE -- '^ +--collector\.[a-z0-9_]+$' | grep -v disable-defaults | tr -d ' ')
+# MODE=all (default): every collector in the table on, whatever its default;
+# MODE=default: the collectors on by default (what a plain `reveal-exporter` runs).
+COLLECTORS=()
+if [ "${MODE:-all}" = all ]; then
+  mapfile -t COLLECTORS < <("$BIN" --help | grep -oE -- '^ +--collector\.[a-z0-9_]+$' | grep -v disable-defaults | tr -d ' ')
+fi
 LOG=$(mktemp)
 # shellcheck disable=SC2086
 "$BIN" --web.listen-address 127.0.0.1:0 --log.level info "${COLLECTORS[@]}" $EXTRA_ARGS 2>"$LOG" &

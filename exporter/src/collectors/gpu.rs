@@ -38,6 +38,11 @@ const MAX_NVLINKS: u32 = 18;
 pub struct NvmlSource {
     nvml: Nvml,
     pcie_throughput: bool,
+    /// The per-location, per-cause and per-link queries are the bulk of the NVML calls; they
+    /// are skipped when the metric selection drops their metric.
+    ecc: bool,
+    retired: bool,
+    nvlink: bool,
 }
 
 impl NvmlSource {
@@ -53,7 +58,19 @@ impl NvmlSource {
         Ok(NvmlSource {
             nvml,
             pcie_throughput: args.pcie_throughput,
+            ecc: true,
+            retired: true,
+            nvlink: true,
         })
+    }
+
+    /// Leaves out the NVML queries of metrics the selection does not want.
+    pub fn for_selection(mut self, s: &Settings) -> Self {
+        self.pcie_throughput &= s.wants(&gpu_map::PCIE_THROUGHPUT);
+        self.ecc = s.wants(&gpu_map::ECC);
+        self.retired = s.wants(&gpu_map::RETIRED);
+        self.nvlink = s.wants(&gpu_map::NVLINK_ACTIVE) || s.wants(&gpu_map::NVLINK_ERRORS);
+        self
     }
 
     fn sample(&self, index: u32, d: &Device) -> GpuSample {
@@ -88,6 +105,19 @@ impl NvmlSource {
             s.pcie_tx_kilobytes_per_second = ok(d.pcie_throughput(PcieUtilCounter::Send));
             s.pcie_rx_kilobytes_per_second = ok(d.pcie_throughput(PcieUtilCounter::Receive));
         }
+        if self.ecc {
+            self.sample_ecc(d, &mut s);
+        }
+        if self.retired {
+            self.sample_retired(d, &mut s);
+        }
+        if self.nvlink {
+            self.sample_nvlinks(d, &mut s);
+        }
+        s
+    }
+
+    fn sample_ecc(&self, d: &Device, s: &mut GpuSample) {
         let locations = [
             (MemoryLocation::Device, "device_memory"),
             (MemoryLocation::L1Cache, "l1_cache"),
@@ -119,6 +149,9 @@ impl NvmlSource {
                 }
             }
         }
+    }
+
+    fn sample_retired(&self, d: &Device, s: &mut GpuSample) {
         for (cause, name) in [
             (
                 RetirementCause::MultipleSingleBitEccErrors,
@@ -133,6 +166,9 @@ impl NvmlSource {
                 });
             }
         }
+    }
+
+    fn sample_nvlinks(&self, d: &Device, s: &mut GpuSample) {
         for link in 0..MAX_NVLINKS {
             let l = d.link_wrapper_for(link);
             // A link index past this GPU's links answers an error: the GPU has no more links.
@@ -154,7 +190,6 @@ impl NvmlSource {
                 errors,
             });
         }
-        s
     }
 }
 
@@ -185,7 +220,7 @@ pub struct GpuCollector {
 impl GpuCollector {
     pub fn new(s: &Settings) -> Self {
         match NvmlSource::init(&s.gpu) {
-            Ok(src) => Self::with_source(Box::new(src)),
+            Ok(src) => Self::with_source(Box::new(src.for_selection(s))),
             Err(CollectError::Unsupported { reason, .. }) => GpuCollector {
                 source: None,
                 unsupported: reason,
