@@ -420,6 +420,50 @@ mod tests {
         assert_eq!(FIELDS[3].1, 1e-3);
     }
 
+    /// The value of the sample named `name` whose labels include every pair of `labels`.
+    fn value(out: &Scrape, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+        let fam = out.families().find(|f| f.desc.sample_name() == name)?;
+        let s = fam.samples.iter().find(|s| {
+            labels
+                .iter()
+                .all(|(k, v)| s.labels.iter().any(|(k2, v2)| k == k2 && v == v2))
+        })?;
+        Some(s.value)
+    }
+
+    #[test]
+    fn on_this_host() {
+        let mut s = Settings::default();
+        s.diskstats.device_exclude = DeviceFilter::none();
+        let text = std::fs::read_to_string(s.paths.proc("diskstats")).expect("/proc/diskstats");
+        let mut c = DiskstatsCollector::new(&s);
+        let mut out = Scrape::new();
+        c.update(&mut out).expect("/proc/diskstats of this host");
+        let devices = out
+            .families()
+            .find(|f| std::ptr::eq(f.desc, &READS))
+            .map_or(0, |f| f.samples.len());
+        assert_eq!(
+            devices,
+            text.lines().filter(|l| !l.trim().is_empty()).count()
+        );
+        // Sectors of 512 bytes, read independently; the counter can only have grown since.
+        let cols: Vec<&str> = text
+            .lines()
+            .next()
+            .unwrap()
+            .split_ascii_whitespace()
+            .collect();
+        let sectors: f64 = cols[5].parse().unwrap();
+        let bytes = value(
+            &out,
+            "reveal_storage_read_bytes_total",
+            &[("device", cols[2])],
+        )
+        .unwrap();
+        assert!(bytes >= sectors * 512.0, "{bytes} < {sectors} sectors");
+    }
+
     proptest! {
         #[test]
         fn never_panics(s in "\\PC*") {

@@ -251,6 +251,43 @@ mod tests {
         assert!(parse_count("1 2\n").is_err());
     }
 
+    /// The value of the sample named `name` whose labels include every pair of `labels`.
+    fn value(out: &Scrape, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+        let fam = out.families().find(|f| f.desc.sample_name() == name)?;
+        let s = fam.samples.iter().find(|s| {
+            labels
+                .iter()
+                .all(|(k, v)| s.labels.iter().any(|(k2, v2)| k == k2 && v == v2))
+        })?;
+        Some(s.value)
+    }
+
+    #[test]
+    fn on_this_host() {
+        let s = Settings::default();
+        let Ok(sizes) = dir_names(&s.paths.sys("kernel/mm/hugepages")) else {
+            eprintln!("SKIPPED: this kernel has no /sys/kernel/mm/hugepages (no hugetlbfs)");
+            return;
+        };
+        let mut c = HugepagesCollector::new(&s);
+        let mut out = Scrape::new();
+        c.update(&mut out).expect("hugepages of this host");
+        let pools = out
+            .families()
+            .find(|f| std::ptr::eq(f.desc, &POOL))
+            .map_or(0, |f| f.samples.len());
+        assert_eq!(pools, 4 * sizes.len(), "{sizes:?}");
+        for size in &sizes {
+            let bytes = parse_pool_name(size).unwrap().to_string();
+            assert!(value(
+                &out,
+                "reveal_memory_hugepages_pool",
+                &[("size", &bytes), ("state", "free")]
+            )
+            .is_some());
+        }
+    }
+
     proptest! {
         #[test]
         fn never_panics(s in "\\PC*") {

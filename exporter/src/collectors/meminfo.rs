@@ -338,6 +338,32 @@ DirectMap1G:    25165824 kB\n";
         assert!(parse_meminfo("MemTotal:\n").is_err());
     }
 
+    /// The value of the sample named `name` whose labels include every pair of `labels`.
+    fn value(out: &Scrape, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+        let fam = out.families().find(|f| f.desc.sample_name() == name)?;
+        let s = fam.samples.iter().find(|s| {
+            labels
+                .iter()
+                .all(|(k, v)| s.labels.iter().any(|(k2, v2)| k == k2 && v == v2))
+        })?;
+        Some(s.value)
+    }
+
+    #[test]
+    fn on_this_host() {
+        let mut c = MeminfoCollector::new(&Settings::default());
+        let mut out = Scrape::new();
+        c.update(&mut out).expect("/proc/meminfo of this host");
+        let total = value(&out, "reveal_memory_mem_total_bytes", &[]).unwrap();
+        let free = value(&out, "reveal_memory_mem_free_bytes", &[]).unwrap();
+        assert!(
+            total > 0.0 && free <= total && total % 1024.0 == 0.0,
+            "{total} {free}"
+        );
+        assert!(value(&out, "reveal_memory_dirty_bytes", &[]).is_some());
+        assert!(value(&out, "reveal_memory_hugepages", &[("state", "surplus")]).is_some());
+    }
+
     proptest! {
         #[test]
         fn never_panics(s in "\\PC*") {

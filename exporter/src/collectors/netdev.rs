@@ -325,6 +325,37 @@ face |bytes    packets errs drop fifo frame compressed multicast|bytes    packet
         assert!(!NetdevArgs::default().device_exclude.matches("lo"));
     }
 
+    /// The value of the sample named `name` whose labels include every pair of `labels`.
+    fn value(out: &Scrape, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+        let fam = out.families().find(|f| f.desc.sample_name() == name)?;
+        let s = fam.samples.iter().find(|s| {
+            labels
+                .iter()
+                .all(|(k, v)| s.labels.iter().any(|(k2, v2)| k == k2 && v == v2))
+        })?;
+        Some(s.value)
+    }
+
+    #[test]
+    fn on_this_host() {
+        let mut c = NetdevCollector::new(&Settings::default());
+        let mut out = Scrape::new();
+        c.update(&mut out).expect("/proc/net/dev of this host");
+        // Loopback exists in every network namespace.
+        assert!(value(
+            &out,
+            "reveal_network_receive_bytes_total",
+            &[("device", "lo")]
+        )
+        .is_some());
+        assert!(value(
+            &out,
+            "reveal_network_transmit_collisions_total",
+            &[("device", "lo")]
+        )
+        .is_some());
+    }
+
     proptest! {
         #[test]
         fn never_panics(s in "\\PC*") {

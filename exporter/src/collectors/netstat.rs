@@ -286,6 +286,39 @@ IcmpMsg: 1\n";
         assert!(parse_snmp6("Ip6InReceives x\n", &mut v).is_err());
     }
 
+    /// The value of the sample named `name` whose labels include every pair of `labels`.
+    fn value(out: &Scrape, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+        let fam = out.families().find(|f| f.desc.sample_name() == name)?;
+        let s = fam.samples.iter().find(|s| {
+            labels
+                .iter()
+                .all(|(k, v)| s.labels.iter().any(|(k2, v2)| k == k2 && v == v2))
+        })?;
+        Some(s.value)
+    }
+
+    #[test]
+    fn on_this_host() {
+        let mut c = NetstatCollector::new(&Settings::default());
+        let mut out = Scrape::new();
+        c.update(&mut out).expect("/proc/net/snmp of this host");
+        let ev = "reveal_network_protocol_events_total";
+        assert!(value(&out, ev, &[("protocol", "Tcp"), ("field", "RetransSegs")]).is_some());
+        assert!(value(
+            &out,
+            ev,
+            &[("protocol", "TcpExt"), ("field", "ListenDrops")]
+        )
+        .is_some());
+        // Linux reports no connection limit as -1.
+        let max = value(
+            &out,
+            "reveal_network_protocol_value",
+            &[("protocol", "Tcp"), ("field", "MaxConn")],
+        );
+        assert_eq!(max, Some(-1.0));
+    }
+
     proptest! {
         #[test]
         fn never_panics(s in "\\PC*") {

@@ -398,6 +398,41 @@ Node 1 HugePages_Surp:        0\n";
         assert!(parse_node_meminfo("Node 0\n").is_err());
     }
 
+    /// The value of the sample named `name` whose labels include every pair of `labels`.
+    fn value(out: &Scrape, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+        let fam = out.families().find(|f| f.desc.sample_name() == name)?;
+        let s = fam.samples.iter().find(|s| {
+            labels
+                .iter()
+                .all(|(k, v)| s.labels.iter().any(|(k2, v2)| k == k2 && v == v2))
+        })?;
+        Some(s.value)
+    }
+
+    #[test]
+    fn on_this_host() {
+        let s = Settings::default();
+        if !s.paths.sys("devices/system/node/node0").exists() {
+            eprintln!("SKIPPED: no /sys/devices/system/node/node0 (kernel without NUMA support)");
+            return;
+        }
+        let mut c = NumaCollector::new(&s);
+        let mut out = Scrape::new();
+        c.update(&mut out).expect("NUMA nodes of this host");
+        assert!(
+            value(
+                &out,
+                "reveal_memory_numa_events_total",
+                &[("node", "0"), ("event", "numa_hit")]
+            )
+            .unwrap()
+                > 0.0
+        );
+        let total = value(&out, "reveal_memory_numa_mem_total_bytes", &[("node", "0")]).unwrap();
+        let used = value(&out, "reveal_memory_numa_mem_used_bytes", &[("node", "0")]).unwrap();
+        assert!(total > 0.0 && used <= total);
+    }
+
     proptest! {
         #[test]
         fn never_panics(s in "\\PC*") {

@@ -265,6 +265,38 @@ mod tests {
         assert!(page >= 4096 && page.is_power_of_two());
     }
 
+    /// The value of the sample named `name` whose labels include every pair of `labels`.
+    fn value(out: &Scrape, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+        let fam = out.families().find(|f| f.desc.sample_name() == name)?;
+        let s = fam.samples.iter().find(|s| {
+            labels
+                .iter()
+                .all(|(k, v)| s.labels.iter().any(|(k2, v2)| k == k2 && v == v2))
+        })?;
+        Some(s.value)
+    }
+
+    #[test]
+    fn on_this_host() {
+        let mut c = SockstatCollector::new(&Settings::default());
+        assert!(c.page_size.is_some(), "AT_PAGESZ from this process's auxv");
+        let mut out = Scrape::new();
+        c.update(&mut out).expect("/proc/net/sockstat of this host");
+        assert!(value(&out, "reveal_network_sockets_used", &[]).unwrap() > 0.0);
+        assert!(value(
+            &out,
+            "reveal_network_sockets",
+            &[("protocol", "TCP"), ("state", "inuse")]
+        )
+        .is_some());
+        assert!(value(
+            &out,
+            "reveal_network_socket_memory_bytes",
+            &[("protocol", "TCP")]
+        )
+        .is_some());
+    }
+
     proptest! {
         #[test]
         fn never_panics(s in "\\PC*", b in proptest::collection::vec(any::<u8>(), 0..200)) {

@@ -154,6 +154,36 @@ mod tests {
         }
     }
 
+    /// The value of the sample named `name` whose labels include every pair of `labels`.
+    fn value(out: &Scrape, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+        let fam = out.families().find(|f| f.desc.sample_name() == name)?;
+        let s = fam.samples.iter().find(|s| {
+            labels
+                .iter()
+                .all(|(k, v)| s.labels.iter().any(|(k2, v2)| k == k2 && v == v2))
+        })?;
+        Some(s.value)
+    }
+
+    #[test]
+    fn on_this_host() {
+        // A socket this test owns, so at least one is in LISTEN.
+        let _l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut c = TcpstatCollector::new(&Settings::default());
+        let mut out = Scrape::new();
+        c.update(&mut out).expect("/proc/net/tcp of this host");
+        assert_eq!(out.sample_count(), 11);
+        assert!(
+            value(
+                &out,
+                "reveal_network_tcp_connections",
+                &[("state", "listen")]
+            )
+            .unwrap()
+                >= 1.0
+        );
+    }
+
     proptest! {
         #[test]
         fn never_panics(s in "\\PC*") {

@@ -138,6 +138,39 @@ thp_fault_alloc 17\n";
         assert_eq!(parse_vmstat("nr_free_pages 1\n"), Ok(vec![]));
     }
 
+    /// The value of the sample named `name` whose labels include every pair of `labels`.
+    fn value(out: &Scrape, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+        let fam = out.families().find(|f| f.desc.sample_name() == name)?;
+        let s = fam.samples.iter().find(|s| {
+            labels
+                .iter()
+                .all(|(k, v)| s.labels.iter().any(|(k2, v2)| k == k2 && v == v2))
+        })?;
+        Some(s.value)
+    }
+
+    #[test]
+    fn on_this_host() {
+        let mut c = VmstatCollector::new(&Settings::default());
+        let mut out = Scrape::new();
+        c.update(&mut out).expect("/proc/vmstat of this host");
+        assert!(
+            value(
+                &out,
+                "reveal_memory_vmstat_events_total",
+                &[("event", "pgfault")]
+            )
+            .unwrap()
+                > 0.0
+        );
+        assert!(value(
+            &out,
+            "reveal_memory_vmstat_events_total",
+            &[("event", "nr_free_pages")]
+        )
+        .is_none());
+    }
+
     proptest! {
         #[test]
         fn never_panics(s in "\\PC*") {
