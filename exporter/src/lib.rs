@@ -10,6 +10,8 @@
 //! print!("{}", runner.render());
 //! ```
 #![deny(clippy::all)]
+// The one exception is `perf_sys`: system calls the standard library does not wrap.
+#![deny(unsafe_code)]
 
 pub mod cli;
 pub mod collectors;
@@ -17,6 +19,7 @@ pub mod config;
 pub mod error;
 pub mod metrics_doc;
 pub mod paths;
+#[allow(unsafe_code)]
 pub mod perf_sys;
 pub mod read;
 pub mod runner;
