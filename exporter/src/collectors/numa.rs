@@ -189,7 +189,12 @@ pub fn parse_node_meminfo(text: &str) -> Result<NodeMeminfo<'_>, ParseError> {
                     format!("{key} is a count, found kB"),
                 ))
             }
-            (None, false) => return Err(ParseError::new(lineno, format!("{key} has no kB unit"))),
+            // A size Reveal exposes must carry its unit; an unknown key without one is some
+            // future count, ignored like every unknown key.
+            (None, false) if field_desc(key).is_some() => {
+                return Err(ParseError::new(lineno, format!("{key} has no kB unit")))
+            }
+            (None, false) => {}
         }
     }
     if node.is_none() {
@@ -393,6 +398,7 @@ Node 1 HugePages_Surp:        0\n";
         assert!(parse_node_meminfo("MemTotal: 1 kB\n").is_err());
         assert!(parse_node_meminfo("Node x MemTotal: 1 kB\n").is_err());
         assert!(parse_node_meminfo("Node 0 MemTotal: 1\n").is_err());
+        assert!(parse_node_meminfo("Node 0 FutureCount: 1\n").is_ok());
         assert!(parse_node_meminfo("Node 0 HugePages_Free: 1 kB\n").is_err());
         assert!(parse_node_meminfo("Node 0 MemTotal: 1 kB\nNode 1 MemFree: 1 kB\n").is_err());
         assert!(parse_node_meminfo("Node 0\n").is_err());
