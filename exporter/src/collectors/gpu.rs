@@ -91,6 +91,8 @@ impl NvmlSource {
             temperature_gpu_celsius: ok(d.temperature(TemperatureSensor::Gpu)),
             clock_sm_mhz: ok(d.clock_info(Clock::SM)),
             clock_memory_mhz: ok(d.clock_info(Clock::Memory)),
+            clock_sm_max_mhz: ok(d.max_clock_info(Clock::SM)),
+            clock_memory_max_mhz: ok(d.max_clock_info(Clock::Memory)),
             pcie_link_gen_current: ok(d.current_pcie_link_gen()),
             pcie_link_gen_max: ok(d.max_pcie_link_gen()),
             pcie_link_width_current: ok(d.current_pcie_link_width()),

@@ -31,6 +31,9 @@ pub struct GpuSample {
     pub temperature_gpu_celsius: Option<u32>,
     pub clock_sm_mhz: Option<u32>,
     pub clock_memory_mhz: Option<u32>,
+    /// `nvmlDeviceGetMaxClockInfo`: the highest clocks the board allows.
+    pub clock_sm_max_mhz: Option<u32>,
+    pub clock_memory_max_mhz: Option<u32>,
     pub pcie_link_gen_current: Option<u32>,
     pub pcie_link_gen_max: Option<u32>,
     pub pcie_link_width_current: Option<u32>,
@@ -157,6 +160,14 @@ gpu_metric!(
 );
 gpu_metric!(CLOCK, gauge, "reveal_gpu_clock", Unit::Hertz, ["clock"], "Current clock of the streaming multiprocessors (clock=\"sm\") or of device memory (clock=\"memory\").");
 gpu_metric!(
+    CLOCK_MAX,
+    gauge,
+    "reveal_gpu_clock_max",
+    Unit::Hertz,
+    ["clock"],
+    "Highest clock the board allows for the streaming multiprocessors (clock=\"sm\") or device memory (clock=\"memory\")."
+);
+gpu_metric!(
     PCIE_GEN,
     gauge,
     "reveal_gpu_pcie_link_generation",
@@ -255,6 +266,7 @@ pub static METRICS: &[&Desc] = &[
     &ENERGY,
     &TEMPERATURE,
     &CLOCK,
+    &CLOCK_MAX,
     &PCIE_GEN,
     &PCIE_GEN_MAX,
     &PCIE_WIDTH,
@@ -312,6 +324,16 @@ pub fn push_sample(g: &GpuSample, out: &mut Scrape) {
         &CLOCK,
         &[("clock", "memory".into())],
         g.clock_memory_mhz.map(|m| f64::from(m) * 1e6),
+    );
+    put(
+        &CLOCK_MAX,
+        &[("clock", "sm".into())],
+        g.clock_sm_max_mhz.map(|m| f64::from(m) * 1e6),
+    );
+    put(
+        &CLOCK_MAX,
+        &[("clock", "memory".into())],
+        g.clock_memory_max_mhz.map(|m| f64::from(m) * 1e6),
     );
     put(&PCIE_GEN, &[], g.pcie_link_gen_current.map(f64::from));
     put(&PCIE_GEN_MAX, &[], g.pcie_link_gen_max.map(f64::from));
@@ -464,6 +486,16 @@ mod tests {
                         &CLOCK,
                         vec![("clock", "memory")],
                         g.clock_memory_mhz.map(|v| f64::from(v) * 1e6),
+                    ),
+                    (
+                        &CLOCK_MAX,
+                        vec![("clock", "sm")],
+                        g.clock_sm_max_mhz.map(|v| f64::from(v) * 1e6),
+                    ),
+                    (
+                        &CLOCK_MAX,
+                        vec![("clock", "memory")],
+                        g.clock_memory_max_mhz.map(|v| f64::from(v) * 1e6),
                     ),
                     (&PCIE_GEN, vec![], g.pcie_link_gen_current.map(f64::from)),
                     (&PCIE_GEN_MAX, vec![], g.pcie_link_gen_max.map(f64::from)),
