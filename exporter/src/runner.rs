@@ -204,6 +204,17 @@ fn encode_family<'a>(
         Kind::Gauge => MetricType::Gauge,
     };
     let mut me = encoder.encode_descriptor(desc.name, desc.help, unit.as_ref(), kind)?;
+    if desc.labels.is_empty() {
+        // A family without labels has one sample; encoding it without a label set keeps the
+        // exposition free of empty `{}`.
+        if let Some((_, value)) = samples.into_iter().next() {
+            match desc.kind {
+                Kind::Counter => ConstCounter::new(value).encode(me)?,
+                Kind::Gauge => ConstGauge::new(value).encode(me)?,
+            }
+        }
+        return Ok(());
+    }
     for (labels, value) in samples {
         let enc = me.encode_family(labels)?;
         match desc.kind {
