@@ -17,7 +17,7 @@
 //! user, thermald, a power-capping daemon) writes the policy, so they are read with the
 //! directory scan, at most [`RESCAN`] apart, which halves the files opened per scrape.
 
-use super::sysfs_attr::{Attr, Budget};
+use super::sysfs_attr::{Attr, Budget, ScanFailure};
 use super::{Collector, Settings};
 use crate::error::{CollectError, ParseError};
 use crate::read::{dir_names, read_into};
@@ -93,6 +93,8 @@ pub struct CpufreqCollector {
     scanned: Option<Instant>,
     /// A read failed since the last scan: rescan after [`RETRY`] rather than [`RESCAN`].
     retry: bool,
+    /// The last scan's error, repeated until the next scan.
+    scan_failure: ScanFailure,
     /// A cap on kept-open files below the [`FD_SHARE`] budget (tests set it to read by path).
     max_open: usize,
     buf: String,
@@ -105,6 +107,7 @@ impl CpufreqCollector {
             cpus: Vec::new(),
             scanned: None,
             retry: false,
+            scan_failure: ScanFailure::default(),
             max_open: usize::MAX,
             buf: String::new(),
         }
@@ -165,8 +168,10 @@ impl Collector for CpufreqCollector {
     fn update(&mut self, out: &mut Scrape) -> Result<(), CollectError> {
         let wait = if self.retry { RETRY } else { RESCAN };
         if self.scanned.is_none_or(|t| t.elapsed() >= wait) {
-            self.scan()?;
+            let res = self.scan();
+            self.scan_failure.record(res)?;
         }
+        self.scan_failure.repeat()?;
         let cpus = std::mem::take(&mut self.cpus);
         let mut first_err = None;
         let mut ok = 0;
@@ -238,10 +243,12 @@ mod tests {
             paths: Paths::new(&dir, &dir),
             ..Default::default()
         };
-        let err = CpufreqCollector::new(&s)
-            .update(&mut Scrape::new())
-            .unwrap_err();
+        let mut c = CpufreqCollector::new(&s);
+        let err = c.update(&mut Scrape::new()).unwrap_err();
         assert!(err.is_unsupported(), "{err}");
+        // Updates before the next scan repeat the failure, word for word (logged once).
+        let again = c.update(&mut Scrape::new()).unwrap_err();
+        assert_eq!(again.to_string(), err.to_string());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

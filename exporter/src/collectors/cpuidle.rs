@@ -15,7 +15,7 @@
 //! Cost: names are read once per scan ([`RESCAN`]); a scrape reads two small files per CPU and
 //! state, through kept-open files (see [`super::sysfs_attr`]).
 
-use super::sysfs_attr::{Attr, Budget};
+use super::sysfs_attr::{Attr, Budget, ScanFailure};
 use super::{Collector, Settings};
 use crate::error::{CollectError, ParseError};
 use crate::read::{dir_names, read_into};
@@ -79,6 +79,8 @@ pub struct CpuidleCollector {
     scanned: Option<Instant>,
     /// A read failed since the last scan: rescan after [`RETRY`] rather than [`RESCAN`].
     retry: bool,
+    /// The last scan's error, repeated until the next scan.
+    scan_failure: ScanFailure,
     /// A cap on kept-open files below the [`FD_SHARE`] budget (tests set it to read by path).
     max_open: usize,
     buf: String,
@@ -91,6 +93,7 @@ impl CpuidleCollector {
             states: Vec::new(),
             scanned: None,
             retry: false,
+            scan_failure: ScanFailure::default(),
             max_open: usize::MAX,
             buf: String::new(),
         }
@@ -154,8 +157,10 @@ impl Collector for CpuidleCollector {
     fn update(&mut self, out: &mut Scrape) -> Result<(), CollectError> {
         let wait = if self.retry { RETRY } else { RESCAN };
         if self.scanned.is_none_or(|t| t.elapsed() >= wait) {
-            self.scan()?;
+            let res = self.scan();
+            self.scan_failure.record(res)?;
         }
+        self.scan_failure.repeat()?;
         let states = std::mem::take(&mut self.states);
         let mut first_err = None;
         let mut ok = 0;

@@ -17,7 +17,7 @@
 //! `Unsupported` there. A sensor that cannot be read (a sleeping disk under drivetemp, a
 //! faulty diode) is left out of that scrape and the others are kept.
 
-use super::sysfs_attr::{Attr, Budget};
+use super::sysfs_attr::{Attr, Budget, ScanFailure};
 use super::{Collector, Settings};
 use crate::error::{CollectError, ParseError};
 use crate::read::{dir_names, read_into};
@@ -132,6 +132,8 @@ pub struct HwmonCollector {
     sensors: Vec<Sensor>,
     scanned: Option<Instant>,
     retry: bool,
+    /// The last scan's error, repeated until the next scan.
+    scan_failure: ScanFailure,
     /// A cap on kept-open files below the [`FD_SHARE`] budget (tests set it to read by path).
     max_open: usize,
     buf: String,
@@ -144,6 +146,7 @@ impl HwmonCollector {
             sensors: Vec::new(),
             scanned: None,
             retry: false,
+            scan_failure: ScanFailure::default(),
             max_open: usize::MAX,
             buf: String::new(),
         }
@@ -236,8 +239,10 @@ impl Collector for HwmonCollector {
     fn update(&mut self, out: &mut Scrape) -> Result<(), CollectError> {
         let wait = if self.retry { RETRY } else { RESCAN };
         if self.scanned.is_none_or(|t| t.elapsed() >= wait) {
-            self.scan()?;
+            let res = self.scan();
+            self.scan_failure.record(res)?;
         }
+        self.scan_failure.repeat()?;
         let mut first_err = None;
         for s in &self.sensors {
             let read = s.input.read(&mut self.buf).and_then(|()| {

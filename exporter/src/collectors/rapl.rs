@@ -25,7 +25,7 @@
 //! another user every read is denied and the collector is `Unsupported`. The development VM
 //! has no powercap class at all (no RAPL in the guest), so it is `Unsupported` there too.
 
-use super::sysfs_attr::{Attr, Budget};
+use super::sysfs_attr::{Attr, Budget, ScanFailure};
 use super::{Collector, Settings};
 use crate::error::{CollectError, ParseError};
 use crate::read::{dir_names, read_into};
@@ -85,6 +85,8 @@ pub struct RaplCollector {
     zones: Vec<Zone>,
     scanned: Option<Instant>,
     retry: bool,
+    /// The last scan's error, repeated until the next scan.
+    scan_failure: ScanFailure,
     buf: String,
 }
 
@@ -95,6 +97,7 @@ impl RaplCollector {
             zones: Vec::new(),
             scanned: None,
             retry: false,
+            scan_failure: ScanFailure::default(),
             buf: String::new(),
         }
     }
@@ -183,8 +186,10 @@ impl Collector for RaplCollector {
     fn update(&mut self, out: &mut Scrape) -> Result<(), CollectError> {
         let wait = if self.retry { RETRY } else { RESCAN };
         if self.scanned.is_none_or(|t| t.elapsed() >= wait) {
-            self.scan()?;
+            let res = self.scan();
+            self.scan_failure.record(res)?;
         }
+        self.scan_failure.repeat()?;
         let mut first_err = None;
         let mut ok = 0;
         for z in &mut self.zones {
@@ -288,6 +293,18 @@ mod tests {
         std::fs::write(root.join("intel-rapl:1/energy_uj"), "garbage\n").unwrap();
         assert_eq!(read(&mut c).len(), 4);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn no_powercap_stays_unsupported() {
+        let s = Settings {
+            paths: Paths::new("/nonexistent-reveal", "/nonexistent-reveal"),
+            ..Default::default()
+        };
+        let mut c = RaplCollector::new(&s);
+        for _ in 0..3 {
+            assert!(c.update(&mut Scrape::new()).unwrap_err().is_unsupported());
+        }
     }
 
     proptest! {
