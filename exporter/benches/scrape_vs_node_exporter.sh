@@ -27,12 +27,12 @@ trap cleanup EXIT
 
 REVEAL_CMD=(target/release/reveal-exporter --web.listen-address="127.0.0.1:$P1" --log.level=error)
 # node_exporter's collectors closest to Reveal's defaults (1.5 has no softirqs collector;
-# tcpstat gives the TCP states Reveal's sockstat counts); its own go_/process_ metrics off.
+# tcpstat is off, as Reveal's is by default); its own go_/process_ metrics off.
 NODE_CMD=("$NODE_EXPORTER" --web.listen-address="127.0.0.1:$P2" --log.level=warn
   --web.disable-exporter-metrics --collector.disable-defaults
   --collector.cpu --collector.stat --collector.interrupts --collector.cpufreq
   --collector.meminfo --collector.vmstat --collector.meminfo_numa --collector.diskstats
-  --collector.netdev --collector.netstat --collector.sockstat --collector.tcpstat
+  --collector.netdev --collector.netstat --collector.sockstat
   --collector.infiniband --collector.hwmon --collector.rapl)
 "${REVEAL_CMD[@]}" & pids+=($!); REVEAL_PID=$!
 "${NODE_CMD[@]}" 2>/dev/null & pids+=($!); NODE_PID=$!
