@@ -162,11 +162,10 @@ fn check_success(tree_idx: usize) {
         }
     }
     for (name, _) in SUCCESS {
-        if !COLLECTORS.iter().any(|e| e.name == *name) {
-            eprintln!(
-                "NOTE: tests/golden.rs expects a collector {name:?} that is not in the table"
-            );
-        }
+        assert!(
+            COLLECTORS.iter().any(|e| e.name == *name),
+            "tests/golden.rs SUCCESS names {name:?}, which is not in the collector table"
+        );
     }
 }
 
