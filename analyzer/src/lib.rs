@@ -16,3 +16,6 @@ pub mod window;
 pub mod features;
 pub mod attribution;
 pub mod claim;
+pub mod pipeline;
+pub mod episodes;
+pub mod report;

@@ -1,0 +1,338 @@
+//! Offline analysis of a recording (`reveal-analyzer analyze`), paper §4.2–§4.4 and
+//! DESIGN "Pipeline per host" steps 1–6: windows → features → detectors (fitted on the
+//! whole run) → agreement → attribution → claims → episodes.
+//!
+//! Bad input never becomes a finding: windows with too few samples are skipped and
+//! counted; static channels are left out of detection; NaN features are "at baseline" for
+//! the detectors and never named as evidence; a detector score that is not finite does not
+//! flag; a host with too few windows for a baseline gets a note instead of findings.
+
+mod claims;
+
+use std::collections::BTreeMap;
+
+use ndarray::{Array2, Axis};
+use serde::Serialize;
+
+use crate::detect::Detector;
+use crate::episodes::{merge_episodes, Episode};
+use crate::features::{Extractor, Feature, FeatureConfig, FeatureMatrix};
+use crate::matrix::{HostMatrix, Kind, Subsystem};
+use crate::online::fit::fit;
+use crate::online::tracker::severity;
+use crate::window::{plan_windows, SkipReason, WindowConfig};
+pub use claims::claim;
+
+/// Settings of an offline analysis; every default is the DESIGN's.
+#[derive(Debug, Clone)]
+pub struct AnalyzeParams {
+    pub window: WindowConfig,
+    pub features: FeatureConfig,
+    /// Seed of the randomized detectors (PCA solver, Isolation Forest).
+    pub seed: u64,
+    /// Evidence pairs kept per detector and window.
+    pub top_k: usize,
+    /// Windows needed to fit a baseline.
+    pub min_windows: usize,
+    /// Flagged windows at most this many ids apart join one episode.
+    pub episode_gap: usize,
+}
+
+impl Default for AnalyzeParams {
+    fn default() -> Self {
+        AnalyzeParams {
+            window: WindowConfig::default(),
+            features: FeatureConfig::default(),
+            seed: 42,
+            top_k: 5,
+            min_windows: 30,
+            episode_gap: 1,
+        }
+    }
+}
+
+/// One metric–feature pair behind a flagged window.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Evidence {
+    pub channel: String,
+    pub subsystem: Subsystem,
+    pub feature: Feature,
+    /// tsfresh's feature name, `value__variance`.
+    pub feature_name: String,
+    /// Detectors that named this pair.
+    pub detectors: Vec<String>,
+    /// Largest share of a detector's score (0–1).
+    pub contribution: f64,
+    /// Standardized deviation from the baseline (positive: above).
+    pub z: f64,
+    /// The feature in this window, and its median over the run's windows.
+    pub value: f64,
+    pub baseline: f64,
+    pub claim: String,
+}
+
+/// A window at least one detector flagged.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FlaggedWindow {
+    pub host: String,
+    pub window: usize,
+    pub start_ms: i64,
+    pub end_ms: i64,
+    /// Flagging detectors.
+    pub detectors: Vec<String>,
+    pub agreement: u32,
+    pub severity: &'static str,
+    /// Every detector's score divided by its threshold (above 1 flags).
+    pub scores: BTreeMap<String, f64>,
+    /// Share of the evidence per subsystem, largest first.
+    pub subsystems: Vec<(Subsystem, f64)>,
+    pub evidence: Vec<Evidence>,
+}
+
+/// Counts of what the analysis saw on one host.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct HostSummary {
+    pub channels: usize,
+    pub dynamic: usize,
+    pub event: usize,
+    /// Left out of single-host detection.
+    pub static_channels: usize,
+    pub windows_total: usize,
+    pub windows_scored: usize,
+    pub skipped_no_data: usize,
+    pub skipped_too_few_samples: usize,
+    pub feature_columns: usize,
+    /// Columns the detectors could not use (constant or mostly NaN in the baseline).
+    pub columns_left_out: usize,
+    /// Samples dropped as NaN or infinite.
+    pub non_finite_samples: usize,
+    pub detectors: Vec<String>,
+}
+
+/// The result for one host.
+#[derive(Debug, Clone, Serialize)]
+pub struct HostAnalysis {
+    pub host: String,
+    pub summary: HostSummary,
+    /// Why the analysis is partial or empty, in plain words.
+    pub notes: Vec<String>,
+    pub flagged: Vec<FlaggedWindow>,
+    pub episodes: Vec<Episode>,
+}
+
+/// Analyzes every host on its own.
+pub fn analyze(hosts: &[HostMatrix], p: &AnalyzeParams) -> Vec<HostAnalysis> {
+    hosts.iter().map(|m| analyze_host(m, p)).collect()
+}
+
+pub fn analyze_host(m: &HostMatrix, p: &AnalyzeParams) -> HostAnalysis {
+    let mut out = HostAnalysis {
+        host: m.host.clone(),
+        summary: HostSummary {
+            channels: m.n_channels(),
+            non_finite_samples: m.non_finite_samples,
+            ..HostSummary::default()
+        },
+        notes: Vec::new(),
+        flagged: Vec::new(),
+        episodes: Vec::new(),
+    };
+    let s = &mut out.summary;
+    for c in &m.channels {
+        match c.kind {
+            Kind::Dynamic => s.dynamic += 1,
+            Kind::Event => s.event += 1,
+            Kind::Static => s.static_channels += 1,
+        }
+    }
+    if s.dynamic + s.event == 0 {
+        out.notes
+            .push("no dynamic or event channels: nothing to detect on".to_string());
+        return out;
+    }
+    let plan = match plan_windows(m, &p.window) {
+        Ok(plan) => plan,
+        Err(e) => {
+            out.notes.push(e.to_string());
+            return out;
+        }
+    };
+    s.windows_scored = plan.windows.len();
+    s.windows_total = plan.windows.len() + plan.skipped.len();
+    for (_, why) in &plan.skipped {
+        match why {
+            SkipReason::NoData => s.skipped_no_data += 1,
+            SkipReason::TooFewSamples { .. } => s.skipped_too_few_samples += 1,
+        }
+    }
+    if s.windows_total == 0 {
+        out.notes.push(format!(
+            "the recording is shorter than one window ({} ms)",
+            p.window.window_ms
+        ));
+        return out;
+    }
+    if plan.windows.len() < p.min_windows {
+        out.notes.push(format!(
+            "{} complete windows, {} needed to fit a baseline: no detection",
+            plan.windows.len(),
+            p.min_windows
+        ));
+        return out;
+    }
+    let fm = Extractor::new(p.features, p.window).extract(m, &plan);
+    let scored = fm.scored_columns();
+    out.summary.feature_columns = scored.len();
+    let x = fm.values.select(Axis(1), &scored);
+    let Some(fitted) = fit(x.view(), p.seed, 0) else {
+        out.notes
+            .push("no detector could be fitted on this host's windows".to_string());
+        return out;
+    };
+    let left_out = (0..scored.len())
+        .filter(|&j| {
+            fitted
+                .detectors
+                .iter()
+                .all(|(d, _)| d.columns().get(j).is_some_and(|c| c.reason().is_some()))
+        })
+        .count();
+    out.summary.columns_left_out = left_out;
+    if left_out > 0 {
+        out.notes.push(format!(
+            "{left_out} of {} feature columns are constant or mostly missing in the run and were not scored",
+            scored.len()
+        ));
+    }
+    out.summary.detectors = fitted
+        .detectors
+        .iter()
+        .map(|(d, _)| d.name().to_string())
+        .collect();
+    let baseline = column_medians(&x);
+    for (wi, w) in fm.windows.iter().enumerate() {
+        let row = x.row(wi);
+        let mut scores = BTreeMap::new();
+        let mut flagging: Vec<&dyn Detector> = Vec::new();
+        for (d, thr) in &fitted.detectors {
+            let s = d.score(row);
+            scores.insert(d.name().to_string(), crate::detect::relative(s, *thr));
+            if s.is_finite() && s > *thr {
+                flagging.push(d.as_ref());
+            }
+        }
+        if flagging.is_empty() {
+            continue;
+        }
+        let evidence = evidence(&fm, &scored, &x, wi, &flagging, &baseline, p.top_k);
+        out.flagged.push(FlaggedWindow {
+            host: m.host.clone(),
+            window: w.id,
+            start_ms: w.start_ms,
+            end_ms: w.end_ms,
+            detectors: flagging.iter().map(|d| d.name().to_string()).collect(),
+            agreement: flagging.len() as u32,
+            severity: severity(flagging.len() as u32),
+            scores,
+            subsystems: subsystem_shares(&evidence),
+            evidence,
+        });
+    }
+    out.episodes = merge_episodes(&out.flagged, p.episode_gap);
+    out
+}
+
+/// Median of each column's finite values (NaN when there are none).
+fn column_medians(x: &Array2<f64>) -> Vec<f64> {
+    x.columns()
+        .into_iter()
+        .map(|c| {
+            let mut v: Vec<f64> = c.iter().copied().filter(|v| v.is_finite()).collect();
+            if v.is_empty() {
+                return f64::NAN;
+            }
+            v.sort_by(f64::total_cmp);
+            let n = v.len();
+            if n % 2 == 1 {
+                v[n / 2]
+            } else {
+                (v[n / 2 - 1] + v[n / 2]) / 2.0
+            }
+        })
+        .collect()
+}
+
+/// The flagging detectors' top pairs, merged per column, strongest first. A pair whose
+/// value in this window is not finite, or whose attribution is not, is dropped.
+fn evidence(
+    fm: &FeatureMatrix,
+    scored: &[usize],
+    x: &Array2<f64>,
+    wi: usize,
+    flagging: &[&dyn Detector],
+    baseline: &[f64],
+    top_k: usize,
+) -> Vec<Evidence> {
+    let mut by_col: BTreeMap<usize, Evidence> = BTreeMap::new();
+    for d in flagging {
+        for a in d.attribute(x.row(wi), top_k) {
+            let j = a.feature;
+            let value = x.get((wi, j)).copied().unwrap_or(f64::NAN);
+            if !(value.is_finite() && a.z.is_finite() && a.contribution.is_finite()) {
+                continue;
+            }
+            if a.contribution <= 0.0 {
+                continue;
+            }
+            let Some(&c) = scored.get(j) else { continue };
+            let col = fm.columns[c];
+            let channel = &fm.channels[col.channel];
+            let e = by_col.entry(j).or_insert_with(|| Evidence {
+                channel: channel.name.clone(),
+                subsystem: col.subsystem,
+                feature: col.feature,
+                feature_name: col.feature.tsfresh_name(),
+                detectors: Vec::new(),
+                contribution: 0.0,
+                z: a.z,
+                value,
+                baseline: baseline[j],
+                claim: String::new(),
+            });
+            e.detectors.push(d.name().to_string());
+            if a.contribution > e.contribution {
+                e.contribution = a.contribution;
+                e.z = a.z;
+            }
+        }
+    }
+    let mut ev: Vec<Evidence> = by_col.into_values().collect();
+    for e in &mut ev {
+        e.claim = claim(&e.channel, e.subsystem, e.feature, e.value, e.baseline, e.z);
+    }
+    ev.sort_by(|a, b| {
+        (b.detectors.len(), b.contribution)
+            .partial_cmp(&(a.detectors.len(), a.contribution))
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
+    ev.truncate(top_k.max(1) * 2);
+    ev
+}
+
+/// Share of the evidence's contribution per subsystem, largest first.
+pub fn subsystem_shares(ev: &[Evidence]) -> Vec<(Subsystem, f64)> {
+    let mut share: BTreeMap<Subsystem, f64> = BTreeMap::new();
+    for e in ev {
+        *share.entry(e.subsystem).or_default() += e.contribution;
+    }
+    let total: f64 = share.values().sum();
+    let mut v: Vec<(Subsystem, f64)> = share
+        .into_iter()
+        .map(|(s, c)| (s, if total > 0.0 { c / total } else { 0.0 }))
+        .collect();
+    v.sort_by(|a, b| b.1.total_cmp(&a.1));
+    v
+}
+
+#[cfg(test)]
+mod tests;

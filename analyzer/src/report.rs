@@ -1,0 +1,231 @@
+//! Reports of an analysis: JSON lines (one object per flagged window and per episode, plus
+//! one summary per host) and Markdown in the form of the paper's table 4.
+//!
+//! ```text
+//! {"type":"window","host":"local","window":37,"start_ms":…,"detectors":["zscore"],…}
+//! {"type":"episode","host":"local","first_window":37,"last_window":39,…}
+//! ```
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::episodes::Episode;
+use crate::matrix::Subsystem;
+use crate::pipeline::{FlaggedWindow, HostAnalysis, HostSummary};
+
+/// Rows of the Markdown window table per host; the JSON has all of them.
+pub const MAX_MARKDOWN_ROWS: usize = 200;
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Line<'a> {
+    Host {
+        host: &'a str,
+        summary: &'a HostSummary,
+        notes: &'a [String],
+    },
+    Window(&'a FlaggedWindow),
+    Episode(&'a Episode),
+}
+
+/// JSON lines for all hosts: a `host` summary line, then its windows, then its episodes.
+pub fn json_lines(analyses: &[HostAnalysis]) -> String {
+    let mut out = String::new();
+    for a in analyses {
+        let mut push = |l: Line| {
+            // Serializing these plain structs cannot fail; non-finite floats become null.
+            out.push_str(&serde_json::to_string(&l).unwrap_or_default());
+            out.push('\n');
+        };
+        push(Line::Host {
+            host: &a.host,
+            summary: &a.summary,
+            notes: &a.notes,
+        });
+        for w in &a.flagged {
+            push(Line::Window(w));
+        }
+        for e in &a.episodes {
+            push(Line::Episode(e));
+        }
+    }
+    out
+}
+
+/// The paper's abbreviations: Z, MAHA (PCA + Mahalanobis), IF.
+pub fn method_label(detector: &str) -> &str {
+    match detector {
+        "zscore" => "Z",
+        "pca" => "MAHA",
+        "iforest" => "IF",
+        other => other,
+    }
+}
+
+fn subsystem_label(s: Subsystem) -> &'static str {
+    match s {
+        Subsystem::Cpu => "CPU",
+        Subsystem::Gpu => "GPU",
+        Subsystem::Memory => "Memory",
+        Subsystem::Network => "Network",
+        Subsystem::Storage => "Storage",
+        Subsystem::Other => "Other",
+    }
+}
+
+/// A Markdown report: per host, what was analyzed, table 4 for flagged windows, episodes.
+pub fn markdown(analyses: &[HostAnalysis]) -> String {
+    let mut md = String::from("# Reveal anomaly report\n");
+    for a in analyses {
+        let s = &a.summary;
+        let _ = write!(
+            md,
+            "\n## Host `{}`\n\n{} channels ({} dynamic, {} event, {} static, left out of detection); \
+             {} of {} windows scored ({} without data, {} with too few samples); \
+             {} feature columns; detectors: {}.\n",
+            a.host,
+            s.channels,
+            s.dynamic,
+            s.event,
+            s.static_channels,
+            s.windows_scored,
+            s.windows_total,
+            s.skipped_no_data,
+            s.skipped_too_few_samples,
+            s.feature_columns,
+            if s.detectors.is_empty() { "none".to_string() } else { s.detectors.join(", ") },
+        );
+        if let Some(first) = a.flagged.first() {
+            let _ = writeln!(
+                md,
+                "Times are UTC; the run starts on {}.",
+                date(first.start_ms)
+            );
+        }
+        for n in &a.notes {
+            let _ = writeln!(md, "\n> Note: {n}");
+        }
+        if a.flagged.is_empty() {
+            md.push_str("\nNo anomalous windows.\n");
+            continue;
+        }
+        md.push_str(
+            "\n| Window (ID / Timestamp) | Method(s) | Subsystem | Mainreasons (Metric–Temporal Feature) | Claim |\n\
+             | --- | --- | --- | --- | --- |\n",
+        );
+        for w in a.flagged.iter().take(MAX_MARKDOWN_ROWS) {
+            let methods: Vec<&str> = w.detectors.iter().map(|d| method_label(d)).collect();
+            let (sub, reason, claim) = match w.evidence.first() {
+                Some(e) => (
+                    subsystem_label(e.subsystem),
+                    format!("{}__{}", e.channel, e.feature.suffix()),
+                    e.claim.clone(),
+                ),
+                None => (
+                    "–",
+                    "–".to_string(),
+                    "no single metric stands out".to_string(),
+                ),
+            };
+            let _ = writeln!(
+                md,
+                "| {} / {} | {} | {} | `{}` | {} |",
+                w.window,
+                clock(w.start_ms),
+                methods.join(", "),
+                sub,
+                cell(&reason),
+                cell(&claim)
+            );
+        }
+        if a.flagged.len() > MAX_MARKDOWN_ROWS {
+            let _ = writeln!(
+                md,
+                "\n{} more flagged windows are in the JSON report.",
+                a.flagged.len() - MAX_MARKDOWN_ROWS
+            );
+        }
+        if !a.episodes.is_empty() {
+            md.push_str(
+                "\n### Episodes\n\n| Start – End | Windows | Peak agreement | Severity | Subsystems | Top evidence |\n\
+                 | --- | --- | --- | --- | --- | --- |\n",
+            );
+            for e in &a.episodes {
+                let subs: Vec<String> = e
+                    .subsystems
+                    .iter()
+                    .map(|(s, v)| format!("{} {:.0}%", subsystem_label(*s), v * 100.0))
+                    .collect();
+                let _ = writeln!(
+                    md,
+                    "| {} – {} | {} ({}–{}) | {} | {} | {} | {} |",
+                    clock(e.start_ms),
+                    clock(e.end_ms),
+                    e.windows,
+                    e.first_window,
+                    e.last_window,
+                    e.peak_agreement,
+                    e.severity,
+                    subs.join(", "),
+                    cell(&e.summary)
+                );
+            }
+        }
+    }
+    md
+}
+
+/// Escapes a Markdown table cell.
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+/// `HH:MM:SS` (UTC) of a time in ms since the epoch, with tenths when not whole.
+pub fn clock(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let tenths = ms.rem_euclid(1000) / 100;
+    let day = secs.rem_euclid(86_400);
+    let base = format!("{:02}:{:02}:{:02}", day / 3600, day % 3600 / 60, day % 60);
+    if tenths == 0 {
+        base
+    } else {
+        format!("{base}.{tenths}")
+    }
+}
+
+/// `YYYY-MM-DD` (UTC), by the days-to-civil algorithm of H. Hinnant's `chrono` paper.
+pub fn date(ms: i64) -> String {
+    let z = ms.div_euclid(86_400_000) + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_render_in_utc() {
+        assert_eq!(clock(1_700_000_000_000), "22:13:20");
+        assert_eq!(clock(1_700_000_000_500), "22:13:20.5");
+        assert_eq!(date(1_700_000_000_000), "2023-11-14");
+        assert_eq!(date(0), "1970-01-01");
+        assert_eq!(date(951_782_400_000), "2000-02-29");
+        assert_eq!(clock(-1000), "23:59:59");
+    }
+
+    #[test]
+    fn empty_analysis_renders() {
+        assert_eq!(json_lines(&[]), "");
+        assert!(markdown(&[]).starts_with("# Reveal"));
+        assert_eq!(cell("a|b\nc"), "a\\|b c");
+    }
+}
