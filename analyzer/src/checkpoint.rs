@@ -6,7 +6,6 @@
 //! flushed to disk, and renamed over the old one, so a crash leaves either the old or the new
 //! checkpoint, never half of one.
 
-use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -36,8 +35,8 @@ pub struct OpenEpisode {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Checkpoint {
     pub version: u32,
-    /// End of the last window analyzed (ms since the epoch), per host.
-    pub analyzed_until_ms: BTreeMap<String, i64>,
+    /// End of the last window analyzed (ms since the epoch); 0 before the first pass.
+    pub analyzed_until_ms: i64,
     pub open_episodes: Vec<OpenEpisode>,
 }
 
@@ -45,7 +44,7 @@ impl Default for Checkpoint {
     fn default() -> Self {
         Checkpoint {
             version: VERSION,
-            analyzed_until_ms: BTreeMap::new(),
+            analyzed_until_ms: 0,
             open_episodes: Vec::new(),
         }
     }
@@ -155,7 +154,7 @@ mod tests {
 
     fn sample() -> Checkpoint {
         let mut c = Checkpoint::default();
-        c.analyzed_until_ms.insert("a:1".into(), 1_700_000_003_000);
+        c.analyzed_until_ms = 1_700_000_003_000;
         c.open_episodes.push(OpenEpisode {
             id: "a:1@1700000000000".into(),
             instance: "a:1".into(),

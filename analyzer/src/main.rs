@@ -1,1 +1,85 @@
-fn main() {}
+//! `reveal-analyzer`: the command line over the analysis library.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod analyze_cmd;
+
+#[derive(Parser)]
+#[command(
+    name = "reveal-analyzer",
+    version,
+    about = "Unsupervised anomaly analysis of host telemetry"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the online service: read telemetry every stride, write anomaly series, send alerts.
+    Run(RunArgs),
+    /// Analyze a recording offline: print the Markdown report, write the JSON lines.
+    Analyze(analyze_cmd::AnalyzeArgs),
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// The YAML configuration (docs/analyzer-config.md).
+    #[arg(long = "config.file", value_name = "FILE")]
+    config_file: PathBuf,
+    /// Check the configuration and exit.
+    #[arg(long = "check-config")]
+    check_config: bool,
+    /// Log filter, as RUST_LOG (`info`, `reveal_analyzer=debug`).
+    #[arg(long = "log.level", default_value = "info")]
+    log_level: String,
+}
+
+fn init_logs(filter: &str) {
+    let filter = std::env::var("RUST_LOG").unwrap_or_else(|_| filter.to_string());
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    init_logs(&args.log_level);
+    // A bad config is refused before anything starts, with file, line and reason.
+    let config = match reveal_analyzer::config::Config::load(&args.config_file) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("reveal-analyzer: bad configuration: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    if args.check_config {
+        println!("{}: OK", args.config_file.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    rt.block_on(reveal_analyzer::service::run(config))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let res = match cli.command {
+        Command::Run(args) => run(args),
+        Command::Analyze(args) => analyze_cmd::run(args),
+    };
+    match res {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("reveal-analyzer: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,4 +1,62 @@
 //! The online analysis of `reveal-analyzer run`: what happens to each host's new windows
 //! every stride, independent of where the data comes from and where findings go.
 
+pub mod engine;
+pub mod fit;
+pub mod reports;
 pub mod tracker;
+
+use serde::Serialize;
+
+pub use engine::{Engine, EngineParams, Status};
+
+/// What became of one window.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// Not scored: `warmup`, `no_data`, `too_few_samples`.
+    Skipped {
+        end_ms: i64,
+        reason: &'static str,
+    },
+    Scored(WindowScore),
+}
+
+impl Outcome {
+    pub fn end_ms(&self) -> i64 {
+        match self {
+            Outcome::Skipped { end_ms, .. } => *end_ms,
+            Outcome::Scored(w) => w.end_ms,
+        }
+    }
+}
+
+/// A scored window.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WindowScore {
+    pub host: String,
+    pub end_ms: i64,
+    /// (detector, score / threshold) for every fitted detector.
+    pub scores: Vec<(&'static str, f64)>,
+    /// Detectors that flagged it.
+    pub detectors: Vec<String>,
+    pub agreement: u32,
+    /// Share of the flagging detectors' attribution per subsystem (all zero if unflagged).
+    pub subsystems: Vec<(String, f64)>,
+    /// The top claim and all claims, in plain language.
+    pub summary: String,
+    pub description: String,
+}
+
+impl WindowScore {
+    pub fn verdict(&self) -> tracker::Verdict {
+        tracker::Verdict {
+            instance: self.host.clone(),
+            end_ms: self.end_ms,
+            agreement: self.agreement,
+            detectors: self.detectors.clone(),
+            subsystems: self.subsystems.clone(),
+            summary: self.summary.clone(),
+            description: self.description.clone(),
+        }
+    }
+}

@@ -17,6 +17,7 @@
 #![deny(clippy::all)]
 
 pub mod alertmanager;
+pub mod analyzer;
 pub mod http;
 pub mod prometheus;
 pub mod recorder;

@@ -1,0 +1,510 @@
+//! Per-host online analysis: new windows → features → scores against a baseline fitted on
+//! the trailing history, refitted every `refit_every`; attribution of flagged windows.
+//!
+//! Each host has its own feature layout (the columns it has ever had, by name, so a channel
+//! that appears later gets a new column and one that vanishes reads NaN), its own ring of
+//! baseline rows, and its own fitted detectors. Until the ring spans `warmup`, windows are
+//! skipped with reason `warmup`.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::time::Instant;
+
+use ndarray::{Array1, Array2};
+
+use crate::config::AnalysisConfig;
+use crate::features::{Extractor, Feature, FeatureConfig};
+use crate::matrix::{HostMatrix, Subsystem};
+use crate::online::fit::{fit, Fitted};
+use crate::online::{Outcome, WindowScore};
+use crate::service::SelfMetrics;
+use crate::window::{plan_windows, SkipReason, WindowConfig};
+
+/// Features a claim cites per detector.
+const TOP_K: usize = 5;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EngineParams {
+    pub window: WindowConfig,
+    pub features: FeatureConfig,
+    pub baseline_ms: i64,
+    pub refit_ms: i64,
+    pub warmup_ms: i64,
+    pub seed: u64,
+    /// Windows flagged by at least this many detectors stay out of the baseline.
+    pub min_agreement: u32,
+}
+
+impl EngineParams {
+    pub fn from_config(a: &AnalysisConfig) -> EngineParams {
+        let ms = |d: crate::config::PromDuration| d.0.as_millis() as i64;
+        EngineParams {
+            window: WindowConfig {
+                step_ms: ms(a.step),
+                window_ms: ms(a.window),
+                stride_ms: ms(a.stride),
+                ..WindowConfig::default()
+            },
+            features: FeatureConfig::default(),
+            baseline_ms: ms(a.baseline),
+            refit_ms: ms(a.refit_every),
+            warmup_ms: ms(a.warmup),
+            seed: a.seed,
+            min_agreement: a.episodes.min_agreement,
+        }
+    }
+}
+
+/// One feature column of a host's layout.
+#[derive(Debug, Clone)]
+struct Col {
+    channel: String,
+    feature: Feature,
+    subsystem: Subsystem,
+}
+
+#[derive(Default)]
+struct HostState {
+    layout: Vec<Col>,
+    index: HashMap<(String, Feature), usize>,
+    /// (window end, row in layout order at the time, flagged by enough detectors).
+    ring: VecDeque<(i64, Vec<f64>, bool)>,
+    fitted: Option<Fitted>,
+}
+
+/// What the service reports about warm-up.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Status {
+    pub warming_up: bool,
+    pub warmup_remaining_ms: i64,
+    pub baseline_windows: usize,
+}
+
+pub struct Engine {
+    params: EngineParams,
+    extractor: Extractor,
+    hosts: BTreeMap<String, HostState>,
+}
+
+impl Engine {
+    pub fn new(params: EngineParams) -> Engine {
+        Engine {
+            params,
+            extractor: Extractor::new(params.features, params.window),
+            hosts: BTreeMap::new(),
+        }
+    }
+
+    pub fn status(&self) -> Status {
+        let need = self.params.warmup_ms;
+        let mut st = Status::default();
+        for h in self.hosts.values() {
+            st.baseline_windows += h.ring.len();
+            if h.fitted.is_none() {
+                st.warming_up = true;
+                let span = span_ms(&h.ring, self.params.window.stride_ms);
+                st.warmup_remaining_ms = st.warmup_remaining_ms.max(need - span);
+            }
+        }
+        if self.hosts.is_empty() {
+            st.warming_up = true;
+            st.warmup_remaining_ms = need;
+        }
+        st
+    }
+
+    /// Analyzes the windows of `m` that end in `(after, until]` on the stride grid.
+    pub fn process(
+        &mut self,
+        m: &HostMatrix,
+        after: i64,
+        until: i64,
+        metrics: &SelfMetrics,
+    ) -> Vec<Outcome> {
+        self.run(m, after, until, false, metrics)
+    }
+
+    /// Adds the windows of `m` ending in `(after, until]` to the baseline without scoring
+    /// them: history from before the analyzer (re)started, so it needs no warm-up in real
+    /// time and raises no findings about the past.
+    pub fn learn(&mut self, m: &HostMatrix, after: i64, until: i64, metrics: &SelfMetrics) {
+        self.run(m, after, until, true, metrics);
+    }
+
+    fn run(
+        &mut self,
+        m: &HostMatrix,
+        after: i64,
+        until: i64,
+        learn_only: bool,
+        metrics: &SelfMetrics,
+    ) -> Vec<Outcome> {
+        let w = self.params.window;
+        let first_end = after.div_euclid(w.stride_ms) * w.stride_ms + w.stride_ms;
+        if first_end > until {
+            return Vec::new();
+        }
+        let start = first_end - w.window_ms;
+        let aligned = realign(m, start, until);
+        let plan = match plan_windows(&aligned, &w) {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!(host = %m.host, error = %e, "cannot lay windows");
+                return Vec::new();
+            }
+        };
+        let mut out: Vec<Outcome> = plan
+            .skipped
+            .iter()
+            .map(|(win, reason)| Outcome::Skipped {
+                end_ms: win.end_ms,
+                reason: match reason {
+                    SkipReason::NoData => "no_data",
+                    SkipReason::TooFewSamples { .. } => "too_few_samples",
+                },
+            })
+            .collect();
+        let t0 = Instant::now();
+        let fm = self.extractor.extract(&aligned, &plan);
+        metrics.phase("features", t0.elapsed().as_secs_f64());
+        let host = self.hosts.entry(m.host.clone()).or_default();
+        // Map this pass's columns into the host's layout, growing it for new channels.
+        let scored = fm.scored_columns();
+        let mut map = Vec::with_capacity(scored.len());
+        for &c in &scored {
+            let col = &fm.columns[c];
+            let name = &fm.channels[col.channel].name;
+            let key = (name.clone(), col.feature);
+            let idx = *host.index.entry(key).or_insert_with(|| {
+                host.layout.push(Col {
+                    channel: name.clone(),
+                    feature: col.feature,
+                    subsystem: col.subsystem,
+                });
+                host.layout.len() - 1
+            });
+            map.push((c, idx));
+        }
+        for (wi, win) in fm.windows.iter().enumerate() {
+            let mut row = vec![f64::NAN; host.layout.len()];
+            for &(c, idx) in &map {
+                row[idx] = fm.values[[wi, c]];
+            }
+            maybe_fit(&m.host, host, &self.params, win.end_ms, metrics);
+            let fitted = host.fitted.as_ref().filter(|_| !learn_only);
+            let Some(fitted) = fitted else {
+                host.ring.push_back((win.end_ms, row, false));
+                trim(host, &self.params, win.end_ms);
+                out.push(Outcome::Skipped {
+                    end_ms: win.end_ms,
+                    reason: "warmup",
+                });
+                continue;
+            };
+            let t1 = Instant::now();
+            let score = score_window(&m.host, win.end_ms, &row, fitted, &host.layout);
+            metrics.phase("score", t1.elapsed().as_secs_f64());
+            host.ring.push_back((
+                win.end_ms,
+                row,
+                score.agreement >= self.params.min_agreement,
+            ));
+            trim(host, &self.params, win.end_ms);
+            out.push(Outcome::Scored(score));
+        }
+        // Fit as soon as the baseline is long enough, not only when the next window comes.
+        if let Some(last) = fm.windows.last() {
+            maybe_fit(&m.host, host, &self.params, last.end_ms, metrics);
+        }
+        out.sort_by_key(|o| o.end_ms());
+        out
+    }
+}
+
+fn span_ms(ring: &VecDeque<(i64, Vec<f64>, bool)>, stride: i64) -> i64 {
+    match (ring.front(), ring.back()) {
+        (Some(a), Some(b)) => b.0 - a.0 + stride,
+        _ => 0,
+    }
+}
+
+fn trim(host: &mut HostState, p: &EngineParams, end: i64) {
+    while host
+        .ring
+        .front()
+        .is_some_and(|r| r.0 <= end - p.baseline_ms)
+    {
+        host.ring.pop_front();
+    }
+}
+
+/// Fits when warm-up is over and no model exists, or when the model is `refit_every` old.
+fn maybe_fit(
+    host_name: &str,
+    host: &mut HostState,
+    p: &EngineParams,
+    end: i64,
+    metrics: &SelfMetrics,
+) {
+    let due = match &host.fitted {
+        None => span_ms(&host.ring, p.window.stride_ms) >= p.warmup_ms,
+        Some(f) => end - f.at_ms >= p.refit_ms,
+    };
+    if !due {
+        return;
+    }
+    let total = host.ring.len();
+    let calm = host.ring.iter().filter(|r| !r.2).count();
+    // Flagged windows stay out of the baseline, unless they are most of it: a shift that
+    // persists that long is the new normal (a regime change), and the baseline follows it.
+    let keep_flagged = calm * 2 < total;
+    if keep_flagged {
+        tracing::info!(
+            flagged = total - calm,
+            total,
+            "most of the baseline is flagged: refitting on the shifted regime"
+        );
+    }
+    let rows: Vec<&Vec<f64>> = host
+        .ring
+        .iter()
+        .filter(|r| keep_flagged || !r.2)
+        .map(|r| &r.1)
+        .collect();
+    let width = host.layout.len();
+    let mut x = Array2::from_elem((rows.len(), width), f64::NAN);
+    for (i, r) in rows.iter().enumerate() {
+        for (j, v) in r.iter().enumerate() {
+            x[[i, j]] = *v;
+        }
+    }
+    let t0 = Instant::now();
+    let fitted = fit(x.view(), p.seed, end);
+    metrics.phase("fit", t0.elapsed().as_secs_f64());
+    let Some(fitted) = fitted else {
+        return;
+    };
+    metrics.fits.inc();
+    metrics.last_fit_timestamp_seconds.set(end as f64 / 1000.0);
+    if host.fitted.is_none() {
+        tracing::info!(host = %host_name, windows = rows.len(), features = width, "baseline fitted; warm-up over");
+    }
+    host.fitted = Some(fitted);
+}
+
+fn score_window(host: &str, end_ms: i64, row: &[f64], f: &Fitted, layout: &[Col]) -> WindowScore {
+    // Columns born after the fit are not in the model until the next refit.
+    let x = Array1::from_iter((0..f.width).map(|j| row.get(j).copied().unwrap_or(f64::NAN)));
+    let mut scores = Vec::with_capacity(f.detectors.len());
+    let mut flagged = Vec::new();
+    let mut share: BTreeMap<&'static str, f64> = BTreeMap::new();
+    let mut pairs: Vec<(usize, f64, f64)> = Vec::new();
+    for (d, thr) in &f.detectors {
+        let s = d.score(x.view());
+        scores.push((d.name(), crate::detect::relative(s, *thr)));
+        if s > *thr {
+            flagged.push(d.name().to_string());
+            for a in d.attribute(x.view(), TOP_K) {
+                if let Some(col) = layout.get(a.feature) {
+                    *share.entry(col.subsystem.as_str()).or_default() += a.contribution;
+                }
+                pairs.push((a.feature, a.contribution, a.z));
+            }
+        }
+    }
+    let total: f64 = share.values().sum();
+    let subsystems = Subsystem::ALL
+        .iter()
+        .filter(|s| **s != Subsystem::Other)
+        .map(|s| {
+            let v = share.get(s.as_str()).copied().unwrap_or(0.0);
+            (
+                s.as_str().to_string(),
+                if total > 0.0 { v / total } else { 0.0 },
+            )
+        })
+        .collect();
+    pairs.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let claims: Vec<String> = pairs
+        .iter()
+        .take(TOP_K)
+        .filter_map(|(j, _, z)| layout.get(*j).map(|c| claim(c, *z)))
+        .collect();
+    WindowScore {
+        host: host.to_string(),
+        end_ms,
+        agreement: flagged.len() as u32,
+        scores,
+        detectors: flagged,
+        subsystems,
+        summary: claims.first().cloned().unwrap_or_default(),
+        description: claims.join("; "),
+    }
+}
+
+/// "reveal_cpu_time_seconds_total{cpu="0",mode="user"}: mean level higher than its baseline (z = 6.1)".
+fn claim(c: &Col, z: f64) -> String {
+    let dir = if z >= 0.0 { "higher" } else { "lower" };
+    format!(
+        "{} ({}): {} {dir} than its baseline (z = {z:.1})",
+        c.channel,
+        c.subsystem,
+        c.feature.meaning()
+    )
+}
+
+/// `m` on the grid `[start, until)`: cut, or padded with NaN where the host had no samples.
+pub fn realign(m: &HostMatrix, start: i64, until: i64) -> HostMatrix {
+    let step = m.step_ms.max(1);
+    let n = ((until - start) / step).max(0) as usize;
+    let offset = ((m.start_ms - start) as f64 / step as f64).round() as i64;
+    let mut values = Array2::from_elem((m.n_channels(), n), f64::NAN);
+    for t in 0..n as i64 {
+        let src = t - offset;
+        if src >= 0 && (src as usize) < m.n_steps() {
+            values
+                .column_mut(t as usize)
+                .assign(&m.values.column(src as usize));
+        }
+    }
+    HostMatrix {
+        host: m.host.clone(),
+        start_ms: start,
+        step_ms: step,
+        channels: m.channels.clone(),
+        values,
+        non_finite_samples: 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matrix::{Channel, Kind, MetricType};
+    use prometheus_client::registry::Registry;
+
+    fn noise(seed: &mut u64) -> f64 {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        (*seed >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+    }
+
+    /// `secs` seconds of 100 ms samples from `start`: three CPU channels and one storage
+    /// channel of noise; the storage channel bursts during `burst` (ms range).
+    fn host(start: i64, secs: i64, burst: std::ops::Range<i64>, seed: &mut u64) -> HostMatrix {
+        let names = [
+            ("cpu_a", Subsystem::Cpu),
+            ("cpu_b", Subsystem::Cpu),
+            ("cpu_c", Subsystem::Cpu),
+            ("disk_w", Subsystem::Storage),
+        ];
+        let n = (secs * 10) as usize;
+        let mut values = Array2::zeros((names.len(), n));
+        for t in 0..n {
+            let ts = start + t as i64 * 100;
+            for c in 0..names.len() {
+                let base = 10.0 + noise(seed);
+                values[[c, t]] = if c == 3 && burst.contains(&ts) {
+                    200.0 + 50.0 * noise(seed)
+                } else {
+                    base
+                };
+            }
+        }
+        HostMatrix {
+            host: "h:1".into(),
+            start_ms: start,
+            step_ms: 100,
+            channels: names
+                .iter()
+                .map(|(n, s)| Channel {
+                    name: n.to_string(),
+                    metric: n.to_string(),
+                    subsystem: *s,
+                    kind: Kind::Dynamic,
+                    metric_type: MetricType::Gauge,
+                })
+                .collect(),
+            values,
+            non_finite_samples: 0,
+        }
+    }
+
+    fn params() -> EngineParams {
+        EngineParams {
+            window: WindowConfig::default(),
+            features: FeatureConfig { adf: false },
+            baseline_ms: 600_000,
+            refit_ms: 600_000,
+            warmup_ms: 300_000,
+            seed: 1,
+            min_agreement: 2,
+        }
+    }
+
+    #[test]
+    fn warms_up_then_flags_a_storage_burst_and_attributes_it() {
+        let metrics = SelfMetrics::new(&mut Registry::default());
+        let mut e = Engine::new(params());
+        let mut seed = 99;
+        let t0 = 1_700_000_000_000;
+        // Five minutes of history: learned, not scored.
+        let hist = host(t0 - 303_000, 303, 0..0, &mut seed);
+        e.learn(&hist, t0 - 300_000, t0, &metrics);
+        assert!(!e.status().warming_up, "{:?}", e.status());
+        // Then 20 s live with a 5 s burst starting at t0 + 10 s.
+        let live = host(t0 - 3_000, 23, t0 + 10_000..t0 + 15_000, &mut seed);
+        let out = e.process(&live, t0, t0 + 20_000, &metrics);
+        assert_eq!(out.len(), 20);
+        let scored: Vec<&WindowScore> = out
+            .iter()
+            .filter_map(|o| match o {
+                Outcome::Scored(w) => Some(w),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(scored.len(), 20);
+        let quiet = scored
+            .iter()
+            .filter(|w| w.end_ms <= t0 + 10_000 || w.end_ms > t0 + 18_000);
+        assert!(
+            quiet.clone().all(|w| w.agreement < 2),
+            "{:?}",
+            quiet
+                .map(|w| (w.end_ms - t0, w.agreement))
+                .collect::<Vec<_>>()
+        );
+        let burst: Vec<_> = scored
+            .iter()
+            .filter(|w| w.end_ms > t0 + 11_000 && w.end_ms <= t0 + 17_000)
+            .collect();
+        for w in &burst {
+            assert!(
+                w.agreement >= 2,
+                "window ending {} ms after t0: {:?}",
+                w.end_ms - t0,
+                w.scores
+            );
+            let top = w
+                .subsystems
+                .iter()
+                .max_by(|a, b| a.1.total_cmp(&b.1))
+                .unwrap();
+            assert_eq!(top.0, "storage", "{:?}", w.subsystems);
+            assert!(w.summary.starts_with("disk_w (storage)"), "{}", w.summary);
+        }
+    }
+
+    #[test]
+    fn realign_pads_and_cuts_on_the_grid() {
+        let mut seed = 1;
+        let m = host(1_000, 2, 0..0, &mut seed);
+        let a = realign(&m, 800, 1_500);
+        assert_eq!(a.n_steps(), 7);
+        assert!(a.values[[0, 0]].is_nan() && a.values[[0, 1]].is_nan());
+        assert_eq!(a.values[[0, 2]], m.values[[0, 0]]);
+        // Off-grid starts (scrape jitter) snap to the nearest step.
+        let a = realign(&m, 1_007, 1_500);
+        assert_eq!(a.values[[0, 0]], m.values[[0, 0]]);
+    }
+}
