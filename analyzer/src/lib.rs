@@ -19,3 +19,4 @@ pub mod claim;
 pub mod pipeline;
 pub mod episodes;
 pub mod report;
+pub mod service;

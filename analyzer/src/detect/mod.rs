@@ -26,19 +26,23 @@
 //! assert_eq!(model.attribute(spike.view(), 1)[0].feature, 0);
 //! ```
 
+pub mod agreement;
 pub mod error;
 pub mod iforest;
 pub(crate) mod linalg;
 pub mod pca;
 pub mod residual;
 pub mod scale;
+mod set;
 pub mod synthetic;
 pub mod zscore;
 
 use ndarray::{Array1, ArrayView1, ArrayView2};
 use serde::{Deserialize, Serialize};
 
+pub use agreement::{Agreement, Severity};
 pub use error::{DetectError, ParamError};
+pub use set::DetectorsConfig;
 
 /// One feature's part in a detector's score for one window.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -142,12 +142,24 @@ impl Detector for IForestModel {
         for t in &self.trees {
             t.walk(&v, |dim, isolation| weight[ranks[dim]] += isolation);
         }
+        // On residual input, a split on a rank isolates the window through
+        // that rank's residual; which feature explains it is the
+        // reconstruction-based contribution, so weights are shared out by it.
+        if let Some(rbc) = self.std.contributions(x) {
+            let isolating: f64 = weight.iter().sum();
+            for (w, c) in weight.iter_mut().zip(rbc.iter()) {
+                *w *= c;
+            }
+            if weight.iter().sum::<f64>() <= 0.0 && isolating > 0.0 {
+                weight = rbc.to_vec(); // the isolating ranks carry no residual
+            }
+        }
         let total: f64 = weight.iter().sum();
         let used = self.std.used();
         let mut out: Vec<Attribution> = weight
             .iter()
             .enumerate()
-            .filter(|(_, &w)| w > 0.0)
+            .filter(|(_, &w)| w > 0.0 && w.is_finite())
             .map(|(k, &w)| Attribution {
                 feature: used[k],
                 contribution: w / total,

@@ -134,3 +134,16 @@ impl Fit for IForestParams {
         Ok(IForestModel::fit(self, std, x))
     }
 }
+
+impl IForestParams {
+    /// Fits with a standardization already fitted on `x` (shared between
+    /// detectors of one set).
+    pub(crate) fn fit_with(
+        &self,
+        x: ArrayView2<f64>,
+        std: Standardizer,
+    ) -> Result<IForestModel, DetectError> {
+        self.check()?;
+        Ok(IForestModel::fit(self, std, x))
+    }
+}

@@ -2,8 +2,8 @@ use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis};
 
 use super::{Components, PcaParams, PcaScore, Solver};
 use crate::detect::linalg::randomized_pca;
-use crate::detect::residual::{full_eigen, signal_rank};
-use crate::detect::scale::{median_spread, Scaler};
+use crate::detect::residual::{full_eigen, signal_rank, FaultIsolation, CLIP};
+use crate::detect::scale::{median_spread, Scaler, Scaling};
 use crate::detect::{percentile, Attribution, ColumnStatus, Detector};
 
 /// Above this many used features, `Signal` components use the randomized solver.
@@ -28,6 +28,8 @@ pub struct PcaModel {
     /// Residual centre and scale per used column (`TopK` only); a scale of
     /// 0 leaves the column's residual out (fully explained by the components).
     residual: Option<(Array1<f64>, Array1<f64>)>,
+    /// Which feature explains a residual (`TopK` only).
+    isolation: Option<FaultIsolation>,
     threshold: f64,
 }
 
@@ -35,20 +37,28 @@ impl PcaModel {
     pub(super) fn fit(p: &PcaParams, scaler: Scaler, x: ArrayView2<f64>) -> PcaModel {
         let mut z = scaler.transform(x);
         let (n, q) = z.dim();
-        let mean = z.mean_axis(Axis(0)).expect("at least one row");
+        // With robust scaling, components come from clipped z (see
+        // `residual::CLIP`); the literal configuration keeps scikit-learn's
+        // plain covariance.
+        let mut est = match p.scaling {
+            Scaling::Standard => z.clone(),
+            _ => z.mapv(|v| v.clamp(-CLIP, CLIP)),
+        };
+        let mean = est.mean_axis(Axis(0)).expect("at least one row");
+        est -= &mean;
         z -= &mean;
         let denom = (n - 1) as f64;
-        let total: f64 = z.iter().map(|v| v * v).sum::<f64>() / denom;
+        let total: f64 = est.iter().map(|v| v * v).sum::<f64>() / denom;
 
         let (values, vectors) = match p.components {
-            Components::Variance(_) => full_eigen(&z, denom),
+            Components::Variance(_) => full_eigen(&est, denom),
             Components::Signal { max_rank } => {
                 let rank = max_rank.min(q).min(n - 1);
                 match p.solver {
                     Solver::Randomized { power_iters } if q > FULL_EIGEN_MAX_FEATURES => {
-                        randomized_pca(z.view(), rank, OVERSAMPLE, power_iters, p.seed)
+                        randomized_pca(est.view(), rank, OVERSAMPLE, power_iters, p.seed)
                     }
-                    _ => full_eigen(&z, denom),
+                    _ => full_eigen(&est, denom),
                 }
             }
         };
@@ -72,6 +82,7 @@ impl PcaModel {
             components,
             variances,
             residual: None,
+            isolation: None,
             threshold: 0.0,
         };
         if let PcaScore::TopK(_) = p.score {
@@ -88,6 +99,7 @@ impl PcaModel {
                 // combination of others: nothing of its own to watch.
                 scale[j] = if s > 1e-9 { s } else { 0.0 };
             }
+            model.isolation = Some(FaultIsolation::new(&model.components, &scale));
             model.residual = Some((center, scale));
         }
         let scores = model.scores_centered(z.view());
@@ -125,19 +137,14 @@ impl PcaModel {
         t
     }
 
-    /// Standardized residuals (0 where the residual is left out).
+    /// Fault z of the residuals (see `residual::FaultIsolation`).
     fn residual_z(&self, zc: ArrayView2<f64>) -> Array2<f64> {
-        let (center, scale) = self
-            .residual
-            .as_ref()
-            .expect("TopK model has residual stats");
+        let (Some((center, _)), Some(iso)) = (&self.residual, &self.isolation) else {
+            return Array2::zeros(zc.dim());
+        };
         let mut r = self.residuals(zc);
-        for mut row in r.rows_mut() {
-            for ((v, &c), &s) in row.iter_mut().zip(center).zip(scale) {
-                *v = if s > 0.0 { (*v - c) / s } else { 0.0 };
-            }
-        }
-        r
+        r -= center;
+        iso.fault_z(&self.components, r.view())
     }
 
     fn scores_centered(&self, zc: ArrayView2<f64>) -> Array1<f64> {
@@ -172,8 +179,8 @@ impl PcaModel {
                 let weights = (&w * &inv).dot(&self.components);
                 (&zc * &weights).mapv(f64::abs)
             }
-            // Each selected item's |value|, a residual to its own feature, a
-            // component spread over features by |Vₖⱼ zⱼ|.
+            // Each selected item's |value|: a residual's fault z to its own
+            // feature, a component spread over features by |Vₖⱼ zⱼ|.
             PcaScore::TopK(k) => {
                 let rz = self.residual_z(zc2);
                 let mut items: Vec<(usize, f64)> = w

@@ -52,6 +52,29 @@ impl ZScoreModel {
     }
 }
 
+/// Attributions from non-negative per-used-column weights.
+pub(crate) fn ranked_by(
+    weights: &ndarray::Array1<f64>,
+    z: &ndarray::Array1<f64>,
+    used: &[usize],
+    top_k: usize,
+) -> Vec<Attribution> {
+    let total: f64 = weights.iter().filter(|w| w.is_finite()).sum();
+    let mut out: Vec<Attribution> = weights
+        .iter()
+        .enumerate()
+        .filter(|(_, &w)| w > 0.0 && w.is_finite())
+        .map(|(k, &w)| Attribution {
+            feature: used[k],
+            contribution: w / total,
+            z: z[k],
+        })
+        .collect();
+    out.sort_by(|a, b| b.contribution.total_cmp(&a.contribution));
+    out.truncate(top_k);
+    out
+}
+
 /// Moves the `k` largest |z| to the front (unordered).
 fn select_top(z: &mut [(usize, f64)], k: usize) {
     if k > 0 && k < z.len() {
@@ -83,9 +106,16 @@ impl Detector for ZScoreModel {
         self.threshold
     }
 
+    /// Marginal: the largest |z|, each its share of the score. Residual: by
+    /// reconstruction-based contribution, so a feature's move is not blamed on
+    /// the correlated features its residual leaks into.
     fn attribute(&self, x: ArrayView1<f64>, top_k: usize) -> Vec<Attribution> {
         assert_eq!(x.len(), self.n_features(), "row width");
-        let mut z = self.zs(self.std.transform_row(x).view());
+        let zrow = self.std.transform_row(x);
+        if let Some(rbc) = self.std.contributions(x) {
+            return ranked_by(&rbc, &zrow, self.std.used(), top_k);
+        }
+        let mut z = self.zs(zrow.view());
         let k = self.support(z.len());
         select_top(&mut z, k);
         let support = &mut z[..k];
@@ -138,7 +168,10 @@ mod tests {
 
     #[test]
     fn top_k_attribution_names_the_moved_feature() {
-        let m = ZScoreParams::default().fit(baseline().view()).unwrap();
+        // Marginal robust z: the top-k attribution itself (residual
+        // attribution is covered in `agreement` and `residual`).
+        let p = ZScoreParams::default().scaling(crate::detect::scale::Scaling::Robust);
+        let m = p.fit(baseline().view()).unwrap();
         let row = arr1(&[11.0, -40.0, 12.0, 14.0]);
         let a = m.attribute(row.view(), 2);
         assert_eq!(a[0].feature, 1);

@@ -122,3 +122,21 @@ impl Fit for ZScoreParams {
         ))
     }
 }
+
+impl ZScoreParams {
+    /// Fits with a standardization already fitted on `x` (shared between
+    /// detectors of one set).
+    pub(crate) fn fit_with(
+        &self,
+        x: ArrayView2<f64>,
+        std: Standardizer,
+    ) -> Result<ZScoreModel, DetectError> {
+        self.check()?;
+        Ok(ZScoreModel::new(
+            std,
+            self.aggregate,
+            x,
+            self.threshold_percentile,
+        ))
+    }
+}
