@@ -308,7 +308,7 @@ fn evidence(
     }
     let mut ev: Vec<Evidence> = by_col.into_values().collect();
     for e in &mut ev {
-        e.claim = claim(&e.channel, e.subsystem, e.feature, e.value, e.baseline, e.z);
+        e.claim = claim(&e.channel, e.feature, e.value, e.baseline, e.z);
     }
     ev.sort_by(|a, b| {
         (b.detectors.len(), b.contribution)

@@ -1,0 +1,137 @@
+//! `reveal-analyzer analyze`: offline analysis of a recording; prints the Markdown report
+//! and writes the JSON lines.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::ValueEnum;
+use reveal_analyzer::config::parse_duration;
+use reveal_analyzer::features::FeatureConfig;
+use reveal_analyzer::kinds::MetricSet;
+use reveal_analyzer::pipeline::{analyze, AnalyzeParams};
+use reveal_analyzer::report::{json_lines, markdown};
+use reveal_analyzer::source::{FileFormat, FileSource, Source, SourceOptions};
+use reveal_analyzer::window::WindowConfig;
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Format {
+    /// OpenMetrics or Prometheus text with a timestamp on every sample.
+    Openmetrics,
+    /// A time column and one column per channel.
+    Csv,
+}
+
+#[derive(clap::Args)]
+pub struct AnalyzeArgs {
+    /// The recording to analyze.
+    #[arg(long, value_name = "FILE")]
+    input: PathBuf,
+    /// Input format; by default `csv` for a `.csv` file, otherwise `openmetrics`.
+    #[arg(long, value_enum)]
+    format: Option<Format>,
+    /// Write the JSON lines (one object per host, flagged window and episode) here.
+    #[arg(long, value_name = "OUT")]
+    json: Option<PathBuf>,
+    /// Write the Markdown report here instead of standard output.
+    #[arg(long, value_name = "OUT")]
+    markdown: Option<PathBuf>,
+    /// Metric-set YAML (`metrics:` with expr, subsystem, kind) overriding the defaults.
+    #[arg(long = "metric-set", value_name = "FILE")]
+    metric_set: Option<PathBuf>,
+    /// Label that tells hosts apart.
+    #[arg(long = "host-label", default_value = "instance")]
+    host_label: String,
+    /// Sample grid step.
+    #[arg(long, default_value = "100ms")]
+    step: String,
+    /// Window length.
+    #[arg(long, default_value = "3s")]
+    window: String,
+    /// Distance between window starts.
+    #[arg(long, default_value = "1s")]
+    stride: String,
+    /// Least fraction of a window's samples that must be present to score it.
+    #[arg(long = "min-fraction", default_value_t = 0.8)]
+    min_fraction: f64,
+    /// Skip the augmented Dickey–Fuller feature (the expensive one).
+    #[arg(long = "no-adf")]
+    no_adf: bool,
+    /// Seed of the randomized detectors.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+}
+
+fn ms(flag: &str, s: &str) -> anyhow::Result<i64> {
+    let d = parse_duration(s).map_err(|e| anyhow::anyhow!("--{flag}: {e}"))?;
+    Ok(d.as_millis() as i64)
+}
+
+pub fn run(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
+    let window = WindowConfig {
+        step_ms: ms("step", &args.step)?,
+        window_ms: ms("window", &args.window)?,
+        stride_ms: ms("stride", &args.stride)?,
+        min_fraction: args.min_fraction,
+    };
+    if let Err(e) = window.check() {
+        eprintln!("reveal-analyzer: {e}");
+        return Ok(ExitCode::from(2));
+    }
+    let metric_set = match &args.metric_set {
+        Some(p) => match MetricSet::load(p) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("reveal-analyzer: bad metric set: {e}");
+                return Ok(ExitCode::from(2));
+            }
+        },
+        None => MetricSet::default(),
+    };
+    let format = match args.format {
+        Some(Format::Csv) => FileFormat::Csv,
+        Some(Format::Openmetrics) => FileFormat::OpenMetrics,
+        None => FileFormat::from_path(&args.input),
+    };
+    let mut source = FileSource {
+        path: args.input.clone(),
+        format,
+        options: SourceOptions {
+            step_ms: window.step_ms,
+            host_label: args.host_label,
+            metric_set,
+            ..SourceOptions::default()
+        },
+    };
+    let hosts = match source.fetch(None) {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("reveal-analyzer: {}: {e}", args.input.display());
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let params = AnalyzeParams {
+        window,
+        features: FeatureConfig { adf: !args.no_adf },
+        seed: args.seed,
+        ..AnalyzeParams::default()
+    };
+    let analyses = analyze(&hosts, &params);
+    for a in &analyses {
+        for n in &a.notes {
+            eprintln!("reveal-analyzer: host {}: {n}", a.host);
+        }
+    }
+    if let Some(out) = &args.json {
+        std::fs::write(out, json_lines(&analyses))
+            .with_context(|| format!("writing {}", out.display()))?;
+    }
+    let md = markdown(&analyses);
+    match &args.markdown {
+        Some(out) => {
+            std::fs::write(out, md).with_context(|| format!("writing {}", out.display()))?
+        }
+        None => print!("{md}"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
