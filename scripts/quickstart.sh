@@ -67,27 +67,29 @@ PIDS="$STATE/pids"
 
 # ---- process bookkeeping ------------------------------------------------------------------
 
-# Records a started child as "name pid" so `down` (or the Ctrl-C trap) stops exactly it.
-track() { echo "$1 $2" >>"$PIDS"; }
+# Records a started child as "name pid command-pattern" so `down` (or the Ctrl-C trap) stops
+# exactly it.
+track() { echo "$1 $2 $3" >>"$PIDS"; }
 
-# Whether pid $2 is still the process we started as $1 (pids get reused after a reboot).
-ours() { [ -r "/proc/$2/cmdline" ] && tr '\0' ' ' <"/proc/$2/cmdline" | grep -q -- "$1"; }
+# Whether pid $1 is still the process we started, its command line matching $2 (pids get
+# reused after a reboot).
+ours() { [ -r "/proc/$1/cmdline" ] && tr '\0' ' ' <"/proc/$1/cmdline" | grep -qF -- "$2"; }
 
 stop_all() {
   [ -f "$PIDS" ] || return 0
-  local name pid
-  # Reverse order: the analyzer and load first, Prometheus last.
-  while read -r name pid; do
-    if ours "$name" "$pid"; then kill "$pid" 2>/dev/null || true; fi
+  local name pid cmd
+  # Reverse order: the load and the analyzer first, the exporter last.
+  while read -r name pid cmd; do
+    if ours "$pid" "$cmd"; then kill "$pid" 2>/dev/null || true; fi
   done < <(tac "$PIDS")
   for _ in $(seq 50); do
     local alive=0
-    while read -r name pid; do ours "$name" "$pid" && alive=1; done <"$PIDS"
+    while read -r name pid cmd; do if ours "$pid" "$cmd"; then alive=1; fi; done <"$PIDS"
     [ "$alive" = 0 ] && break
     sleep 0.1
   done
-  while read -r name pid; do
-    if ours "$name" "$pid"; then kill -9 "$pid" 2>/dev/null || true; fi
+  while read -r name pid cmd; do
+    if ours "$pid" "$cmd"; then kill -9 "$pid" 2>/dev/null || true; fi
   done <"$PIDS"
   rm -f "$PIDS" "$STATE/demo-fault.bin"
 }
@@ -106,10 +108,25 @@ http_get() {
   printf '%s' "$body" | sed '1,/^\r\{0,1\}$/d'
 }
 
-# wait_ready NAME PORT PATH SECONDS: waits for a 200, showing a spinner; fails with the log.
+# Refuses to start when a port is taken: the service would fail to bind while whatever holds
+# the port answered in its place.
+need_free_port() {
+  if timeout 1 bash -c "exec 3<>/dev/tcp/127.0.0.1/$2" 2>/dev/null; then
+    die "port $2 for $1 is in use by another process (set $3 to another port)"
+  fi
+}
+
+# wait_ready NAME PORT PATH SECONDS: waits for a 200 from the process started last under
+# NAME, showing a spinner; fails with its log if it exits or the time runs out.
 wait_ready() {
-  local name="$1" port="$2" path="$3" secs="$4" i=0 spin='|/-\'
+  local name="$1" port="$2" path="$3" secs="$4" i=0 spin='|/-\' pid
+  pid="$(awk -v n="$name" '$1 == n {p = $2} END {print p}' "$PIDS")"
   while ! http_get "$port" "$path" >/dev/null; do
+    if [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; then
+      printf '\n'
+      tail -n 20 "$STATE/$name.log" >&2 || true
+      die "$name exited during start-up (log: $STATE/$name.log)"
+    fi
     i=$((i + 1))
     if [ $((i / 10)) -ge "$secs" ]; then
       printf '\n'
@@ -127,9 +144,9 @@ wait_ready() {
 
 status() {
   if [ ! -f "$PIDS" ]; then say "nothing running (state: $STATE)"; return 0; fi
-  local name pid
-  while read -r name pid; do
-    if ours "$name" "$pid"; then say "running  $name (pid $pid)"; else say "${Y}gone${N}     $name (pid $pid)"; fi
+  local name pid cmd
+  while read -r name pid cmd; do
+    if ours "$pid" "$cmd"; then say "running  $name (pid $pid)"; else say "${Y}gone${N}     $name (pid $pid)"; fi
   done <"$PIDS"
 }
 
@@ -195,21 +212,25 @@ cp "$ROOT/rules/alertmanager.yml" "$STATE/alertmanager.yml"
 
 # 4. Start.
 say "[4/5] starting on loopback (logs: $STATE/*.log)"
+need_free_port exporter "$EXPORTER_PORT" REVEAL_EXPORTER_PORT
+need_free_port prometheus "$PROMETHEUS_PORT" REVEAL_PROMETHEUS_PORT
+need_free_port alertmanager "$ALERTMANAGER_PORT" REVEAL_ALERTMANAGER_PORT
+need_free_port analyzer "$ANALYZER_PORT" REVEAL_ANALYZER_PORT
 "$BIN/reveal-exporter" --web.listen-address="127.0.0.1:$EXPORTER_PORT" >"$STATE/exporter.log" 2>&1 &
-track reveal-exporter $!
+track exporter $! "$BIN/reveal-exporter"
 "$PROMETHEUS" --config.file="$STATE/prometheus.yml" --storage.tsdb.path="$STATE/prometheus-data" \
   --storage.tsdb.retention.time=1d --web.listen-address="127.0.0.1:$PROMETHEUS_PORT" \
   --web.enable-remote-write-receiver >"$STATE/prometheus.log" 2>&1 &
-track "$PROMETHEUS" $!
+track prometheus $! "$PROMETHEUS --config.file=$STATE/"
 "$ALERTMANAGER" --config.file="$STATE/alertmanager.yml" --storage.path="$STATE/alertmanager-data" \
   --web.listen-address="127.0.0.1:$ALERTMANAGER_PORT" --cluster.listen-address= \
   >"$STATE/alertmanager.log" 2>&1 &
-track "$ALERTMANAGER" $!
+track alertmanager $! "$ALERTMANAGER --config.file=$STATE/"
 ANALYZER=0
 if [ -x "$BIN/reveal-analyzer" ] && "$BIN/reveal-analyzer" --help 2>&1 | grep -qw run; then
   (cd "$STATE" && exec "$BIN/reveal-analyzer" run --config.file="$STATE/analyzer.yml") \
     >"$STATE/analyzer.log" 2>&1 &
-  track reveal-analyzer $!
+  track analyzer $! "$BIN/reveal-analyzer run"
   ANALYZER=1
 fi
 wait_ready exporter "$EXPORTER_PORT" /metrics 30
@@ -240,12 +261,28 @@ seconds() { # 90s, 2m, 1m30s -> seconds
   done
   echo "$total"
 }
+# One value of the analyzer's /metrics (a series without labels), or nothing.
+analyzer_metric() {
+  http_get "$ANALYZER_PORT" /metrics 2>/dev/null | awk -v m="$1" '$1 == m {print $2; exit}' || true
+}
 if [ "$ANALYZER" = 1 ]; then
   W="$(seconds "$WARMUP")"
-  say "[5/5] the analyzer learns this host's baseline for $WARMUP"
-  for ((t = 0; t < W; t++)); do
-    bar="$(printf '%*s' $((t * 30 / (W > 0 ? W : 1))) '' | tr ' ' '#')"
-    [ -t 1 ] && printf '\r  [%-30s] %3ds of %ds ' "$bar" "$t" "$W"
+  say "[5/5] the analyzer learns this host's baseline ($WARMUP of windows)"
+  # The analyzer reports its own warm-up; wall time alone would start the fault early when
+  # windows lag behind (a loaded host, a late first scrape).
+  deadline=$((SECONDS + 3 * W + 120))
+  while :; do
+    warming="$(analyzer_metric reveal_analyzer_warming_up)"
+    [ "$warming" = 0 ] && break
+    if [ "$SECONDS" -ge "$deadline" ]; then
+      say "${Y}the analyzer is still warming up after $((3 * W + 120))s; following anyway${N}"
+      break
+    fi
+    rem="$(analyzer_metric reveal_analyzer_warmup_remaining_seconds)"
+    rem="${rem%%.*}"; rem="${rem:-$W}"
+    done_s=$((W - rem)); [ "$done_s" -lt 0 ] && done_s=0
+    bar="$(printf '%*s' $((done_s * 30 / (W > 0 ? W : 1))) '' | tr ' ' '#')"
+    [ -t 1 ] && printf '\r  [%-30s] %3ds of %ds ' "$bar" "$done_s" "$W"
     sleep 1
   done
   [ -t 1 ] && printf '\r\e[K'
@@ -261,13 +298,13 @@ fault() {
     local n; n="$(nproc)"
     for ((c = 0; c < n; c++)); do
       timeout "$secs" bash -c 'while :; do :; done' &
-      track "while :; do :; done" $!
+      track demo-fault $! "while :; do :; done"
     done
   else
     # Bounded in time, and in size by rewriting the same 256 MiB; removed by `down` and Ctrl-C.
     timeout "$secs" bash -c 'while :; do dd if=/dev/zero of="$0" bs=1M count=256 oflag=direct \
       conv=notrunc status=none || exit; done' "$STATE/demo-fault.bin" &
-    track "dd if=/dev/zero" $!
+    track demo-fault $! "dd if=/dev/zero"
   fi
 }
 [ -n "$FAULT" ] && fault "$FAULT" "$FAULT_SECONDS"
@@ -303,8 +340,9 @@ while :; do
   done
   unset NOW
   if [ "$ANALYZER" = 1 ] && [ -t 1 ]; then
-    lag="$(http_get "$ANALYZER_PORT" /metrics 2>/dev/null | grep -m1 '^reveal_analyzer_lag_seconds' | awk '{print $2}' || true)"
-    printf '\r%s' "${D}  $(date +%T) open alerts: ${#OPEN[@]}${lag:+, analyzer lag ${lag}s}${N} "
+    n="$(analyzer_metric reveal_analyzer_windows_analyzed_total)"
+    f="$(analyzer_metric reveal_analyzer_windows_flagged_total)"
+    printf '\r%s' "${D}  $(date +%T) windows analyzed ${n:-?}, flagged ${f:-?}; open alerts ${#OPEN[@]}${N} "
   fi
   sleep 2
   [ -t 1 ] && printf '\r\e[K'

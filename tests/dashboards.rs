@@ -167,7 +167,14 @@ fn yaml(path: &str) -> serde_yaml::Value {
 /// Every rule of rules/*.rules.yml: (recorded name or alert name, expression).
 fn rules() -> Vec<(String, Query)> {
     let mut out = Vec::new();
-    for f in ["rules/recording.rules.yml", "rules/alerting.rules.yml"] {
+    let mut files: Vec<String> = std::fs::read_dir(root().join("rules"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .filter(|n| n.ends_with(".rules.yml"))
+        .map(|n| format!("rules/{n}"))
+        .collect();
+    files.sort();
+    for f in &files {
         for g in yaml(f)["groups"].as_sequence().unwrap() {
             for r in g["rules"].as_sequence().unwrap() {
                 let name = r["record"]
@@ -396,8 +403,9 @@ fn write_anomaly_series(prom: &Prometheus, host: &str, stop: &AtomicBool) {
     }
 }
 
-/// The stack's prometheus.yml with this test's ports, absolute rule paths, and one more
-/// exporter target where nothing listens (a host whose exporter is down).
+/// The stack's prometheus.yml with this test's ports, absolute rule paths (the alternative
+/// anomaly alerts switched on, so the alert panels have alerts to show), and one more exporter
+/// target where nothing listens (a host whose exporter is down).
 fn prometheus_config(exporter: u16, alertmanager: &str, dead: u16) -> String {
     let text = std::fs::read_to_string(root().join("rules/prometheus.yml")).unwrap();
     let mut out = String::new();
@@ -408,6 +416,9 @@ fn prometheus_config(exporter: u16, alertmanager: &str, dead: u16) -> String {
                 &format!("127.0.0.1:{exporter}\", \"127.0.0.1:{dead}\"]"),
             )
             .replace("127.0.0.1:19093", alertmanager);
+        if l.trim() == "# - anomaly-alerts.rules.yml" {
+            l = "  - anomaly-alerts.rules.yml".to_string();
+        }
         if let Some(f) = l
             .trim()
             .strip_prefix("- ")
@@ -421,6 +432,10 @@ fn prometheus_config(exporter: u16, alertmanager: &str, dead: u16) -> String {
     assert!(
         out.contains(&format!("127.0.0.1:{dead}")),
         "the exporter target was not rewritten:\n{out}"
+    );
+    assert!(
+        out.contains("rules/anomaly-alerts.rules.yml"),
+        "the anomaly alerts were not switched on:\n{out}"
     );
     out
 }

@@ -106,7 +106,7 @@ impl Run {
             .iter()
             .filter_map(|g| g["name"].as_str())
             .collect();
-        for g in ["reveal-cpu", "reveal-io", "reveal-anomalies"] {
+        for g in ["reveal-cpu", "reveal-io", "reveal-health"] {
             assert!(names.contains(&g), "rule group {g} not loaded: {names:?}");
         }
         let am = http::get(loopback(self.alertmanager), "/-/ready").unwrap();
@@ -155,7 +155,7 @@ fn detached_start_serves_the_stack_and_down_stops_it() {
 
     let status = run.command(&["status"]).output().unwrap();
     let status = String::from_utf8_lossy(&status.stdout).to_string();
-    assert!(status.contains("running  reveal-exporter"), "{status}");
+    assert!(status.contains("running  exporter"), "{status}");
     let down = run.command(&["down"]).output().unwrap();
     assert!(
         down.status.success(),

@@ -176,3 +176,59 @@ fn every_rule_is_named_commented_and_unit_tested() {
         problems.join("\n")
     );
 }
+
+/// The README's rule table, generated from the rule files: the rule, its kind and the
+/// comment above it.
+fn readme_rule_table() -> String {
+    let mut out = String::from("| rule | kind | what it is |\n| --- | --- | --- |\n");
+    for path in rule_files() {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            let t = line.trim_start();
+            let Some((kind, name)) = t
+                .strip_prefix("- record:")
+                .map(|n| ("recording", n))
+                .or_else(|| t.strip_prefix("- alert:").map(|n| ("alert", n)))
+            else {
+                continue;
+            };
+            // The comment block right above the rule.
+            let mut j = i;
+            let mut comment = Vec::new();
+            while j > 0 && lines[j - 1].trim_start().starts_with('#') {
+                j -= 1;
+                comment.insert(0, lines[j].trim_start().trim_start_matches('#').trim());
+            }
+            let what = comment.join(" ").replace('|', "\\|");
+            out.push_str(&format!("| `{}` | {kind} | {what} |\n", name.trim()));
+        }
+    }
+    out
+}
+
+#[test]
+fn readme_rule_table_is_current() {
+    let readme_path = root().join("README.md");
+    let readme = std::fs::read_to_string(&readme_path).unwrap();
+    let (begin, end) = ("<!-- rules:begin -->\n", "<!-- rules:end -->");
+    let a = readme.find(begin).expect("README has <!-- rules:begin -->") + begin.len();
+    let b = readme[a..]
+        .find(end)
+        .expect("README has <!-- rules:end -->")
+        + a;
+    let want = readme_rule_table();
+    if std::env::var_os("UPDATE_README").is_some() {
+        std::fs::write(
+            &readme_path,
+            format!("{}{want}{}", &readme[..a], &readme[b..]),
+        )
+        .unwrap();
+        return;
+    }
+    assert_eq!(
+        &readme[a..b],
+        want,
+        "README's rule table is stale: UPDATE_README=1 cargo nextest run -p reveal-e2e --test rules"
+    );
+}
