@@ -224,7 +224,7 @@ impl Extractor {
         Extractor {
             config,
             window,
-            buf: Vec::with_capacity(window.len()),
+            buf: Vec::with_capacity(window.samples()),
             adf: Adf::new(),
         }
     }
@@ -257,7 +257,7 @@ impl Extractor {
         columns: &[Column],
         out: &mut [f64],
     ) {
-        let len = self.window.len();
+        let len = self.window.samples();
         let min = self.window.min_samples();
         let mut c = 0;
         while c < columns.len() {

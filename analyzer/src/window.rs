@@ -75,7 +75,7 @@ impl WindowConfig {
     }
 
     /// Samples per window.
-    pub fn len(&self) -> usize {
+    pub fn samples(&self) -> usize {
         (self.window_ms / self.step_ms) as usize
     }
 
@@ -86,7 +86,7 @@ impl WindowConfig {
 
     /// Least finite samples a channel needs in a window to get features.
     pub fn min_samples(&self) -> usize {
-        ((self.min_fraction * self.len() as f64).ceil() as usize).max(1)
+        ((self.min_fraction * self.samples() as f64).ceil() as usize).max(1)
     }
 }
 
@@ -128,7 +128,7 @@ pub fn plan_windows(m: &HostMatrix, cfg: &WindowConfig) -> Result<WindowPlan, Wi
             want: cfg.step_ms,
         });
     }
-    let (len, stride) = (cfg.len(), cfg.stride());
+    let (len, stride) = (cfg.samples(), cfg.stride());
     let scored: Vec<usize> = (0..m.n_channels())
         .filter(|&c| m.channels[c].kind != Kind::Static)
         .collect();

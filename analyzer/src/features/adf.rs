@@ -107,8 +107,9 @@ impl Adf {
             if aic.is_nan() {
                 continue;
             }
-            if best.map_or(true, |(b, _)| aic < b) {
-                best = Some((aic, p));
+            match best {
+                Some((b, _)) if aic >= b => {}
+                _ => best = Some((aic, p)),
             }
         }
         let Some((_, p)) = best else {
