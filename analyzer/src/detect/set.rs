@@ -89,4 +89,49 @@ mod tests {
             assert_eq!(a.score_many(x.view()), b.score_many(x.view()));
         }
     }
+
+    #[test]
+    fn bad_input_never_scores_nan() {
+        let mut x = ndarray::Array2::from_shape_fn((120, 7), |(i, j)| {
+            ((i * 11 + j * 5) % 13) as f64 * (j + 1) as f64
+        });
+        x.column_mut(1).fill(3.0); // constant
+        x.column_mut(2).fill(f64::NAN); // never measured
+        for i in (0..120).step_by(7) {
+            x[[i, 4]] = f64::INFINITY; // sporadic junk
+        }
+        let garbage = ndarray::arr1(&[f64::NAN, f64::INFINITY, -1e308, 0.0, f64::NAN, 5.0, 1e-300]);
+        for config in [DetectorsConfig::literal(), DetectorsConfig::default()] {
+            for d in config.fit(x.view()).unwrap() {
+                assert!(
+                    d.score_many(x.view()).iter().all(|v| v.is_finite()),
+                    "{}",
+                    d.name()
+                );
+                assert!(d.score(garbage.view()).is_finite(), "{}", d.name());
+                for a in d.attribute(garbage.view(), 5) {
+                    assert!(
+                        a.contribution.is_finite() && a.z.is_finite(),
+                        "{}",
+                        d.name()
+                    );
+                    assert!(a.feature != 1 && a.feature != 2);
+                }
+                assert!(d.columns()[2].reason().is_some());
+            }
+        }
+    }
+
+    #[test]
+    fn empty_input_is_an_error() {
+        let empty = ndarray::Array2::<f64>::zeros((0, 4));
+        let narrow = ndarray::Array2::<f64>::zeros((50, 0));
+        for config in [DetectorsConfig::literal(), DetectorsConfig::default()] {
+            assert!(config.fit(empty.view()).is_err());
+            assert!(matches!(
+                config.fit(narrow.view()),
+                Err(DetectError::NoUsableFeature { .. })
+            ));
+        }
+    }
 }

@@ -245,9 +245,26 @@ impl Detector for PcaModel {
         self.scaler.n_features()
     }
 
+    /// Matrix–vector products: a one-row matrix product would repack the
+    /// components on every call.
     fn score(&self, x: ArrayView1<f64>) -> f64 {
         assert_eq!(x.len(), self.n_features(), "row width");
-        self.score_many(x.insert_axis(Axis(0)))[0]
+        let mut zc = self.scaler.transform_row(x);
+        zc -= &self.mean;
+        let t = self.components.dot(&zc);
+        let w = &t / &self.variances.mapv(f64::sqrt);
+        match self.score_kind {
+            PcaScore::Mahalanobis => w.dot(&w).sqrt(),
+            PcaScore::TopK(k) => {
+                let mut buf: Vec<f64> = w.iter().map(|v| v.abs()).collect();
+                if let (Some((center, _)), Some(iso)) = (&self.residual, &self.isolation) {
+                    let r = zc - t.dot(&self.components) - center;
+                    let f = iso.fault_z_row(&self.components, r);
+                    buf.extend(f.iter().map(|v| v.abs()));
+                }
+                top_k_mean(&mut buf, k)
+            }
+        }
     }
 
     fn score_many(&self, x: ArrayView2<f64>) -> Array1<f64> {
@@ -330,6 +347,19 @@ mod tests {
         let lit = PcaParams::literal().fit(x.view()).unwrap();
         let a = lit.attribute(row.view(), 3);
         assert!(a[0].contribution > 0.0 && a[0].contribution <= 1.0);
+    }
+
+    #[test]
+    fn row_and_batch_scores_agree() {
+        let x = correlated();
+        for p in [PcaParams::literal(), PcaParams::default()] {
+            let m = p.fit(x.view()).unwrap();
+            let batch = m.score_many(x.view());
+            for i in [0, 17, 399] {
+                let one = m.score(x.row(i));
+                assert!((one - batch[i]).abs() <= 1e-9 * one.max(1.0), "{one} {}", batch[i]);
+            }
+        }
     }
 
     #[test]
