@@ -229,6 +229,9 @@ pub struct AnalysisConfig {
     pub seed: u64,
     /// When flagged windows become an episode (and an alert).
     pub episodes: EpisodeConfig,
+    /// Parameters of the three detectors; when absent, the defaults adapted to the size of
+    /// the baseline (see `online::fit::adapted`).
+    pub detectors: Option<crate::detect::DetectorsConfig>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
@@ -264,6 +267,7 @@ impl Default for AnalysisConfig {
             warmup: PromDuration(Duration::from_secs(5 * 60)),
             seed: 42,
             episodes: EpisodeConfig::default(),
+            detectors: None,
         }
     }
 }

@@ -11,10 +11,8 @@
 
 use ndarray::{Array2, ArrayView2, Axis};
 
-use crate::detect::iforest::IForestParams;
-use crate::detect::pca::PcaParams;
-use crate::detect::zscore::ZScoreParams;
-use crate::detect::{percentile, Detector, Fit};
+use crate::detect::scale::Scaling;
+use crate::detect::{percentile, Detector, DetectorsConfig, Fit};
 
 /// The percentile the detectors flag above (1% contamination, DESIGN "Detectors").
 const PERCENTILE: f64 = 99.0;
@@ -25,6 +23,25 @@ pub struct Fitted {
     /// Width of the rows the models take.
     pub width: usize,
     pub at_ms: i64,
+}
+
+/// The detector set for a baseline of `rows` windows × `cols` features: the defaults, except
+/// that the workload-residual standardization of the z-score and the forest needs a baseline
+/// wide and long enough to tell the workload's components from the rest. With at most
+/// `max_rank` components, a baseline with fewer than twice that many features, or fewer than
+/// four windows per component, is explained entirely by them — every residual is then noise
+/// and every score near zero. Such baselines (a narrow metric set, a short warm-up) are
+/// scaled robustly per feature instead.
+pub fn adapted(rows: usize, cols: usize) -> DetectorsConfig {
+    let mut set = DetectorsConfig::default();
+    for scaling in [&mut set.zscore.scaling, &mut set.iforest.scaling] {
+        if let Scaling::Residual { max_rank } = *scaling {
+            if cols < 2 * max_rank || rows < 4 * max_rank {
+                *scaling = Scaling::Robust;
+            }
+        }
+    }
+    set
 }
 
 /// Indices of the held-out rows: every fourth block, blocks of `n / 20` windows (at least 1).
@@ -38,30 +55,50 @@ fn rows(x: ArrayView2<f64>, keep: &[bool], want: bool) -> Array2<f64> {
     x.select(Axis(0), &idx)
 }
 
-/// Fits zscore, PCA and Isolation Forest (the defaults of the detect module) on `x`
+/// Fits the detector set `set` (z-score, PCA, Isolation Forest) on `x`
 /// (windows × features). A detector that cannot be fitted is left out and logged; `None`
 /// when none could.
 pub fn fit(x: ArrayView2<f64>, seed: u64, at_ms: i64) -> Option<Fitted> {
+    fit_with(x, &DetectorsConfig::default(), seed, at_ms)
+}
+
+/// [`fit`] with explicit detector parameters.
+pub fn fit_with(
+    x: ArrayView2<f64>,
+    set: &DetectorsConfig,
+    seed: u64,
+    at_ms: i64,
+) -> Option<Fitted> {
     let hold = held_out(x.nrows());
     let (train, calib) = if hold.iter().any(|h| *h) && hold.iter().filter(|h| !**h).count() >= 2 {
         (rows(x, &hold, false), rows(x, &hold, true))
     } else {
         (x.to_owned(), Array2::zeros((0, x.ncols())))
     };
-    let mut detectors: Vec<Box<dyn Detector>> = Vec::new();
     let t = train.view();
-    match ZScoreParams::default().fit(t) {
-        Ok(m) => detectors.push(Box::new(m)),
-        Err(e) => tracing::warn!(error = %e, "zscore not fitted"),
-    }
-    match PcaParams::default().seed(seed).fit(t) {
-        Ok(m) => detectors.push(Box::new(m)),
-        Err(e) => tracing::warn!(error = %e, "pca not fitted"),
-    }
-    match IForestParams::default().seed(seed).fit(t) {
-        Ok(m) => detectors.push(Box::new(m)),
-        Err(e) => tracing::warn!(error = %e, "iforest not fitted"),
-    }
+    let set = set.clone().seed(seed);
+    let detectors: Vec<Box<dyn Detector>> = match set.fit(t) {
+        Ok(d) => d,
+        Err(e) => {
+            // One detector that cannot fit (too few windows for its subsample, say) must not
+            // leave the host unwatched: fit the others alone.
+            tracing::warn!(error = %e, "detector set not fitted together; fitting one by one");
+            let mut d: Vec<Box<dyn Detector>> = Vec::new();
+            match set.zscore.fit(t) {
+                Ok(m) => d.push(Box::new(m)),
+                Err(e) => tracing::warn!(error = %e, "zscore not fitted"),
+            }
+            match set.pca.fit(t) {
+                Ok(m) => d.push(Box::new(m)),
+                Err(e) => tracing::warn!(error = %e, "pca not fitted"),
+            }
+            match set.iforest.fit(t) {
+                Ok(m) => d.push(Box::new(m)),
+                Err(e) => tracing::warn!(error = %e, "iforest not fitted"),
+            }
+            d
+        }
+    };
     if detectors.is_empty() {
         return None;
     }
@@ -83,6 +120,21 @@ pub fn fit(x: ArrayView2<f64>, seed: u64, at_ms: i64) -> Option<Fitted> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn residual_scaling_only_where_the_baseline_can_carry_it() {
+        let narrow = adapted(1800, 48);
+        assert_eq!(narrow.zscore.scaling, Scaling::Robust);
+        assert_eq!(narrow.iforest.scaling, Scaling::Robust);
+        let short = adapted(100, 2100);
+        assert_eq!(short.zscore.scaling, Scaling::Robust);
+        let wide = adapted(1800, 2100);
+        assert_eq!(
+            wide.zscore.scaling,
+            DetectorsConfig::default().zscore.scaling
+        );
+        assert_eq!(wide.pca, DetectorsConfig::default().pca);
+    }
 
     #[test]
     fn a_quarter_is_held_out_in_blocks() {
