@@ -15,8 +15,13 @@
 //! - a constant series has mean equal to its value and variance exactly 0, where numpy's
 //!   rounded sum can be an ulp off and leave a variance of ~1e-34 (and then a meaningless
 //!   r-value); only exactly summable constants are in the fixtures;
-//! - where the ADF level regressor is collinear with the lags, NaN (statsmodels' pinv
-//!   returns an unidentified coefficient).
+//! - ADF: where the level regressor is collinear with the lags, or the fit is perfect (a
+//!   strictly alternating series), NaN: statsmodels returns an unidentified coefficient or
+//!   a t-value of ~1e16 made of rounding noise there;
+//! - ADF on series far from zero (1e12 ± 1): statsmodels' pseudo-inverse drops the level
+//!   direction as rank-deficient and returns a meaningless value; ours is the value of the
+//!   same test on the series shifted by its first sample (equal in exact arithmetic), and
+//!   the reference file records both (`tsfresh_unstable`).
 
 pub mod adf;
 pub mod calc;

@@ -8,6 +8,8 @@
 //! zero up to rounding (the skewness of a symmetric series, the slope of a flat one) is
 //! compared at the precision of the data rather than relative to 1e-17. NaN (JSON null)
 //! must be NaN on both sides: that is tsfresh's behaviour for undefined features.
+//! Where tsfresh's own value is rounding noise (entries under `tsfresh_unstable`, see
+//! `src/features.rs`), the reference holds the well-defined value and the raw one beside it.
 
 use reveal_analyzer::features::{Adf, Feature, Stats};
 use serde_json::Value;

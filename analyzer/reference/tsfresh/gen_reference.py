@@ -71,6 +71,12 @@ def fixture_series():
         "noise_100": rng.standard_normal(100),
         "walk_300": np.cumsum(rng.standard_normal(300)),
         "utilization": np.clip(0.6 + 0.05 * rng.standard_normal(30), 0, 1),
+        "first_is_outlier": np.concatenate([[1e6], 0.5 * rng.standard_normal(29)]),
+        "step_change": np.where(t < 15, 2.0, 9.0) + 0.1 * noise,
+        "alternating": np.where(t % 2 == 0, 1.0, -1.0),
+        "negative_drift": -1e4 - 3.0 * t + rng.standard_normal(30),
+        "quantized_counter": np.floor(5 * rng.uniform(size=30)),
+        "mostly_gaps": np.where(rng.uniform(size=30) < 0.5, np.nan, rng.standard_normal(30)),
     }
 
 
@@ -130,7 +136,14 @@ def main():
             "features": {k: json_number(v) for k, v in sorted(feats.items())},
         }
         shifted = adf_shift_check(x, feats[ADF])
-        if shifted is not None:
+        if feats[ADF] is not None and abs(feats[ADF]) > 1e9:
+            # A perfect fit (e.g. +1, -1, +1, ...): the residual is rounding noise and so
+            # is the statistic; the analyzer returns NaN by design.
+            entry["tsfresh_unstable"] = {
+                ADF: {"tsfresh": feats[ADF], "reference": "NaN: perfect fit, statistic is rounding noise"}
+            }
+            entry["features"][ADF] = None
+        elif shifted is not None:
             entry["tsfresh_unstable"] = {
                 ADF: {
                     "tsfresh": feats[ADF],

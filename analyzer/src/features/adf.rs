@@ -19,7 +19,9 @@
 //! the lag search costs one factorization, and with `x[t]` as the last column of step 3 its
 //! t-value is `z_k · sign(R_kk) / σ`. Both give the least-squares solution; they differ
 //! only in rounding, and where the `x[t]` column is collinear with the others (the
-//! coefficient is then not identified and NaN is returned).
+//! coefficient is then not identified and NaN is returned). A perfect fit (residual at
+//! rounding level, e.g. a strictly alternating series) also gives NaN: statsmodels returns
+//! a statistic of ~1e16 made of rounding noise there.
 //! Source: <https://github.com/statsmodels/statsmodels/blob/main/statsmodels/tsa/stattools/_stattools.py>
 
 /// Reusable buffers, so a window of hundreds of channels allocates nothing.
@@ -29,6 +31,8 @@ pub struct Adf {
     y: Vec<f64>,
     ssr: Vec<f64>,
     rank: Vec<usize>,
+    /// `‖y‖²` of the last factorization, before it was overwritten by `Qᵀy`.
+    y_norm2: f64,
 }
 
 impl Adf {
@@ -145,6 +149,12 @@ impl Adf {
             return f64::NAN;
         }
         let sigma = (self.ssr[k] / (nobs - rank) as f64).sqrt();
+        // A perfect fit (a strictly alternating or otherwise deterministic series): the
+        // residual is rounding noise and so would be the statistic (|t| ~ 1e16).
+        let rms_y = (self.y_norm2 / nobs as f64).sqrt();
+        if sigma <= 1e-10 * rms_y {
+            return f64::NAN;
+        }
         z_over_r / sigma
     }
 
@@ -163,6 +173,7 @@ impl Adf {
         self.ssr.clear();
         self.rank.clear();
         let yy: f64 = self.y.iter().map(|v| v * v).sum();
+        self.y_norm2 = yy;
         self.ssr.push(yy);
         self.rank.push(0);
         // Rank tolerance in the spirit of numpy's matrix_rank: k·eps relative to the
