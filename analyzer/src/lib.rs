@@ -20,3 +20,5 @@ pub mod pipeline;
 pub mod episodes;
 pub mod report;
 pub mod service;
+pub mod compare;
+pub mod crosshost;

@@ -1,0 +1,790 @@
+//! Cross-host comparison (DESIGN pipeline step 7; the paper's HugePages case, §6): in every
+//! window, each channel-feature is compared across the hosts of a group, and a host that
+//! deviates *persistently* becomes a finding of its own, with the subsystem, the evidence and
+//! a plain-language claim.
+//!
+//! # The test
+//! For one channel-feature in one window, over the hosts with a finite value:
+//! - **3 or more hosts**: robust z = (x − median) / scale, where scale = 1.4826 · MAD (the
+//!   MAD's consistency factor for normal data). When the MAD is 0 (more than half of the
+//!   hosts share one value) the scale falls back to 1.2533 · mean absolute deviation from the
+//!   median (Iglewicz & Hoaglin, *How to Detect and Handle Outliers*, 1993, whose cutoff of
+//!   3.5 is also the default threshold). When every host has the same value, nothing deviates:
+//!   a constant channel never makes a finding.
+//! - **Identical others**: when all the *other* hosts report exactly the same value and this
+//!   one differs, the difference is a configuration difference (HugePages reserved, a link
+//!   width, a memory size), not a statistical one; with few hosts its robust z is bounded by
+//!   n / 1.2533 (2.4 for 3 hosts), so it is a deviation by rule, reported as such.
+//! - **2 hosts**: median and MAD of two values are their midpoint and half their distance, so
+//!   both hosts always get |z| = 0.674: there is no majority to deviate from. The fallback is
+//!   the relative difference |a − b| / max(|a|, |b|) against `pair_relative_difference`, and a
+//!   finding names both hosts, saying that two cannot tell which one is off. Only features
+//!   on a ratio scale (levels, spreads, counts: [`ratio_scale`]) are compared this way.
+//!
+//! A deviation must also be *material*: |x − median| ≥ `min_relative_difference` ·
+//! max(|x|, |median|), so float noise and rounding on near-equal hosts are never findings.
+//! NaN and infinite values take no part (a host missing a channel is simply not compared).
+//!
+//! Each comparison gives a *strength* s: |z| / threshold (robust), 1 + relative difference
+//! (identical others), relative difference / `pair_relative_difference` (2 hosts); s > 1
+//! is a deviating window. A host–channel-feature deviates **persistently** when s > 1 in at
+//! least `k` of the last `n` windows of the group (defaults 24 of 30: with 1 s stride and 3 s
+//! windows, most of half a minute, about ten non-overlapping windows, so one burst or a
+//! restart does not make a finding).
+//!
+//! # Output
+//! Per host and subsystem, the deviation score for `reveal_host_deviation{instance,subsystem}`:
+//! the k-th largest strength of the subsystem's most deviating channel-feature over the last
+//! n windows, so it is above 1 exactly when that subsystem has a persistent finding, and it
+//! rises towards 1 as a deviation becomes persistent (strengths below 0.5 count as 0, which
+//! keeps the tracker's memory to what matters).
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use serde::Serialize;
+
+use crate::claim::describe_channel;
+use crate::features::{Feature, FeatureMatrix};
+use crate::matrix::Subsystem;
+
+/// Settings of the cross-host test; see the module documentation for the reasoning.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CrossHostParams {
+    /// |robust z| above which a window deviates (Iglewicz & Hoaglin: 3.5).
+    pub threshold: f64,
+    /// Deviating windows needed among the last `n`.
+    pub k: usize,
+    /// Windows looked back over.
+    pub n: usize,
+    /// Least relative difference to the median that counts at all.
+    pub min_relative_difference: f64,
+    /// Two-host groups: relative difference that is a deviation.
+    pub pair_relative_difference: f64,
+    /// Evidence items kept per finding.
+    pub top_evidence: usize,
+}
+
+impl Default for CrossHostParams {
+    fn default() -> Self {
+        CrossHostParams {
+            threshold: 3.5,
+            k: 24,
+            n: 30,
+            min_relative_difference: 0.01,
+            pair_relative_difference: 0.5,
+            top_evidence: 5,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+#[error("cross-host settings: {0}")]
+pub struct ParamError(String);
+
+impl CrossHostParams {
+    pub fn check(&self) -> Result<(), ParamError> {
+        let bad = |m: &str| Err(ParamError(m.to_string()));
+        if !(self.threshold > 0.0 && self.threshold.is_finite()) {
+            return bad("threshold must be positive");
+        }
+        if self.n == 0 || self.k == 0 || self.k > self.n {
+            return bad("need 1 ≤ k ≤ n");
+        }
+        if !(0.0..1.0).contains(&self.min_relative_difference) {
+            return bad("min_relative_difference must be in [0, 1)");
+        }
+        if !(self.pair_relative_difference > 0.0 && self.pair_relative_difference <= 1.0) {
+            return bad("pair_relative_difference must be in (0, 1]");
+        }
+        Ok(())
+    }
+}
+
+/// A channel-feature, the unit compared across hosts.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ColumnKey {
+    pub channel: String,
+    pub feature: Feature,
+}
+
+/// One channel-feature in one window of a group: one value per host (NaN where absent).
+#[derive(Debug, Clone)]
+pub struct GroupColumn {
+    pub key: ColumnKey,
+    pub subsystem: Subsystem,
+    pub values: Vec<f64>,
+}
+
+/// The hosts of a group in one window (the window's end on the shared stride grid).
+#[derive(Debug, Clone)]
+pub struct GroupWindow {
+    pub end_ms: i64,
+    pub hosts: Vec<String>,
+    pub columns: Vec<GroupColumn>,
+}
+
+/// How a deviation was judged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Method {
+    RobustZ,
+    IdenticalOthers,
+    Pair,
+}
+
+/// One host's value of one channel-feature against its group, in one window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Comparison {
+    pub host: usize,
+    pub value: f64,
+    /// Group median (2 hosts: the other host's value).
+    pub median: f64,
+    /// Robust z; `None` for two-host groups, where it says nothing.
+    pub z: Option<f64>,
+    pub strength: f64,
+    pub method: Method,
+    pub hosts: usize,
+}
+
+fn median(sorted: &[f64]) -> f64 {
+    let n = sorted.len();
+    if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+    }
+}
+
+fn sort(v: &mut [f64]) {
+    v.sort_by(|a, b| a.total_cmp(b));
+}
+
+/// MAD consistency factor for normal data (1 / Φ⁻¹(3/4)).
+const MAD_SCALE: f64 = 1.4826;
+/// Mean-absolute-deviation factor for normal data (√(π/2)).
+const MEAN_AD_SCALE: f64 = 1.2533;
+
+/// Whether a feature's zero means "nothing" (levels, spreads, counts), so that a ratio of two
+/// values means something. Shape features (skewness, trend, autocorrelation, ADF) hover
+/// around 0 and flip sign with noise; their relative difference is meaningless.
+pub fn ratio_scale(f: Feature) -> bool {
+    matches!(
+        f,
+        Feature::Mean
+            | Feature::Minimum
+            | Feature::Maximum
+            | Feature::SumValues
+            | Feature::Variance
+            | Feature::StandardDeviation
+            | Feature::MeanAbsChange
+    )
+}
+
+/// Compares every host of one channel-feature; returns only hosts with a material,
+/// non-zero deviation. `ratio` says whether the feature is on a ratio scale
+/// ([`ratio_scale`]): two-host groups are only compared on those.
+pub fn compare_column(values: &[f64], ratio: bool, p: &CrossHostParams) -> Vec<Comparison> {
+    let present: Vec<(usize, f64)> = values
+        .iter()
+        .copied()
+        .enumerate()
+        .filter(|(_, v)| v.is_finite())
+        .collect();
+    let n = present.len();
+    let material = |x: f64, m: f64| {
+        let d = (x - m).abs();
+        d > 0.0 && d >= p.min_relative_difference * x.abs().max(m.abs())
+    };
+    let mut out = Vec::new();
+    if n < 2 {
+        return out;
+    }
+    if n == 2 {
+        if !ratio {
+            return out;
+        }
+        let (a, b) = (present[0], present[1]);
+        if !material(a.1, b.1) {
+            return out;
+        }
+        let rel = (a.1 - b.1).abs() / a.1.abs().max(b.1.abs());
+        for (me, other) in [(a, b), (b, a)] {
+            out.push(Comparison {
+                host: me.0,
+                value: me.1,
+                median: other.1,
+                z: None,
+                strength: rel / p.pair_relative_difference,
+                method: Method::Pair,
+                hosts: 2,
+            });
+        }
+        return out;
+    }
+    let mut sorted: Vec<f64> = present.iter().map(|x| x.1).collect();
+    sort(&mut sorted);
+    let med = median(&sorted);
+    let mut dev: Vec<f64> = sorted.iter().map(|x| (x - med).abs()).collect();
+    let mean_ad = dev.iter().sum::<f64>() / n as f64;
+    sort(&mut dev);
+    let mad = median(&dev);
+    let scale = if mad > 0.0 {
+        MAD_SCALE * mad
+    } else {
+        MEAN_AD_SCALE * mean_ad
+    };
+    if !(scale > 0.0 && scale.is_finite()) {
+        // Every host has the same value (or the spread overflows): nothing to say.
+        return out;
+    }
+    for &(host, x) in &present {
+        if !material(x, med) {
+            continue;
+        }
+        let z = (x - med) / scale;
+        let mut strength = z.abs() / p.threshold;
+        let mut method = Method::RobustZ;
+        // All others identical: a configuration difference (see the module docs).
+        let others_identical = {
+            let mut others = present.iter().filter(|(h, _)| *h != host).map(|x| x.1);
+            let first = others.next();
+            first.is_some_and(|f| others.all(|o| o == f))
+        };
+        if others_identical && strength <= 1.0 {
+            let other = present
+                .iter()
+                .find(|(h, _)| *h != host)
+                .map_or(med, |x| x.1);
+            strength = 1.0 + (x - other).abs() / x.abs().max(other.abs());
+            method = Method::IdenticalOthers;
+        }
+        out.push(Comparison {
+            host,
+            value: x,
+            median: med,
+            z: Some(z),
+            strength,
+            method,
+            hosts: n,
+        });
+    }
+    out
+}
+
+/// Evidence of a persistent deviation: one channel-feature of one host.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DeviationEvidence {
+    pub channel: String,
+    pub subsystem: Subsystem,
+    pub feature: Feature,
+    /// tsfresh's name: `value__mean`.
+    pub feature_name: String,
+    pub method: Method,
+    /// In the latest deviating window.
+    pub host_value: f64,
+    pub group_median: f64,
+    pub robust_z: Option<f64>,
+    pub strength: f64,
+    pub hosts: usize,
+    /// Deviating windows among the last n.
+    pub windows: usize,
+    pub claim: String,
+}
+
+/// A host whose subsystem deviates persistently from its group: one alert.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HostDeviation {
+    pub host: String,
+    pub subsystem: Subsystem,
+    /// The value of `reveal_host_deviation` (above 1 here).
+    pub score: f64,
+    /// End of the window where the deviation became persistent, and of the latest window.
+    pub since_ms: i64,
+    pub last_ms: i64,
+    /// Strongest channel-features first.
+    pub evidence: Vec<DeviationEvidence>,
+    /// The claim of the strongest.
+    pub summary: String,
+}
+
+/// What one window gives the online loop.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CrossHostUpdate {
+    /// `reveal_host_deviation{instance,subsystem}`, every host and subsystem of the group.
+    pub scores: Vec<(String, Subsystem, f64)>,
+    /// Open findings (score > 1): alerts to send or re-send; a pair that disappears from
+    /// here is resolved.
+    pub findings: Vec<HostDeviation>,
+}
+
+#[derive(Debug, Clone)]
+struct Hit {
+    seq: u64,
+    strength: f64,
+    cmp: Comparison,
+    subsystem: Subsystem,
+}
+
+/// Tracks strengths over the last `n` windows of one group and turns them into findings.
+#[derive(Debug, Clone)]
+pub struct CrossHostTracker {
+    params: CrossHostParams,
+    seq: u64,
+    /// (host, channel-feature) → strengths ≥ 0.5 in the last n windows, oldest first.
+    hits: HashMap<(String, ColumnKey), VecDeque<Hit>>,
+    /// Hosts and subsystems seen in the last n windows, with the last window they were in.
+    seen: BTreeMap<(String, Subsystem), u64>,
+    /// When an open finding became persistent.
+    open_since: HashMap<(String, Subsystem), i64>,
+}
+
+/// Strengths below this are not stored (they cannot matter for a score near 1).
+const KEEP_STRENGTH: f64 = 0.5;
+
+impl CrossHostTracker {
+    pub fn new(params: CrossHostParams) -> Result<CrossHostTracker, ParamError> {
+        params.check()?;
+        Ok(CrossHostTracker {
+            params,
+            seq: 0,
+            hits: HashMap::new(),
+            seen: BTreeMap::new(),
+            open_since: HashMap::new(),
+        })
+    }
+
+    /// Adds one window of the group; returns the scores and the open findings.
+    pub fn observe(&mut self, w: &GroupWindow) -> CrossHostUpdate {
+        let p = self.params;
+        self.seq += 1;
+        let seq = self.seq;
+        let oldest = seq.saturating_sub(p.n as u64 - 1);
+        let mut present = std::collections::BTreeSet::new();
+        for col in &w.columns {
+            for (h, _) in col.values.iter().enumerate().filter(|(_, v)| v.is_finite()) {
+                present.insert((h, col.subsystem));
+            }
+            for cmp in compare_column(&col.values, ratio_scale(col.key.feature), &p) {
+                if cmp.strength < KEEP_STRENGTH {
+                    continue;
+                }
+                let key = (w.hosts[cmp.host].clone(), col.key.clone());
+                self.hits.entry(key).or_default().push_back(Hit {
+                    seq,
+                    strength: cmp.strength,
+                    cmp,
+                    subsystem: col.subsystem,
+                });
+            }
+        }
+        for (h, sub) in present {
+            self.seen.insert((w.hosts[h].clone(), sub), seq);
+        }
+        self.seen.retain(|_, s| *s >= oldest);
+        self.hits.retain(|_, q| {
+            while q.front().is_some_and(|h| h.seq < oldest) {
+                q.pop_front();
+            }
+            !q.is_empty()
+        });
+        // Per host and subsystem: each channel-feature's k-th largest strength.
+        let mut best: BTreeMap<(String, Subsystem), Vec<DeviationEvidence>> = BTreeMap::new();
+        let mut scores: BTreeMap<(String, Subsystem), f64> =
+            self.seen.keys().map(|k| (k.clone(), 0.0)).collect();
+        let mut buf = Vec::new();
+        for ((host, key), q) in &self.hits {
+            if q.len() < p.k {
+                continue;
+            }
+            buf.clear();
+            buf.extend(q.iter().map(|h| h.strength));
+            buf.sort_by(|a, b| b.total_cmp(a));
+            let kth = buf[p.k - 1];
+            let last = q.back().expect("retained queues are not empty");
+            let slot = (host.clone(), last.subsystem);
+            let s = scores.entry(slot.clone()).or_insert(0.0);
+            *s = s.max(kth);
+            if kth > 1.0 {
+                let windows = q.iter().filter(|h| h.strength > 1.0).count();
+                best.entry(slot)
+                    .or_default()
+                    .push(evidence(host, key, last, windows, &w.hosts));
+            }
+        }
+        let mut findings = Vec::new();
+        for ((host, subsystem), mut ev) in best {
+            ev.sort_by(|a, b| {
+                b.strength
+                    .total_cmp(&a.strength)
+                    .then_with(|| a.channel.cmp(&b.channel))
+            });
+            ev.truncate(p.top_evidence);
+            let since = *self
+                .open_since
+                .entry((host.clone(), subsystem))
+                .or_insert(w.end_ms);
+            findings.push(HostDeviation {
+                score: scores[&(host.clone(), subsystem)],
+                summary: ev[0].claim.clone(),
+                host,
+                subsystem,
+                since_ms: since,
+                last_ms: w.end_ms,
+                evidence: ev,
+            });
+        }
+        self.open_since
+            .retain(|k, _| findings.iter().any(|f| f.host == k.0 && f.subsystem == k.1));
+        CrossHostUpdate {
+            scores: scores.into_iter().map(|((h, s), v)| (h, s, v)).collect(),
+            findings,
+        }
+    }
+}
+
+fn evidence(
+    host: &str,
+    key: &ColumnKey,
+    hit: &Hit,
+    windows: usize,
+    hosts: &[String],
+) -> DeviationEvidence {
+    let c = &hit.cmp;
+    let other = match c.method {
+        Method::Pair => hosts.iter().find(|h| *h != host).map(String::as_str),
+        _ => None,
+    };
+    DeviationEvidence {
+        channel: key.channel.clone(),
+        subsystem: hit.subsystem,
+        feature: key.feature,
+        feature_name: key.feature.tsfresh_name(),
+        method: c.method,
+        host_value: c.value,
+        group_median: c.median,
+        robust_z: c.z,
+        strength: c.strength,
+        hosts: c.hosts,
+        windows,
+        claim: claim(host, key, c, other),
+    }
+}
+
+/// "HugePages (state free) on node1 is far below the other hosts' median
+/// (robust z = −8.3)."
+pub fn claim(host: &str, key: &ColumnKey, c: &Comparison, pair_other: Option<&str>) -> String {
+    let what = match key.feature {
+        Feature::Mean => describe_channel(&key.channel),
+        f => format!("the {} of {}", f.meaning(), describe_channel(&key.channel)),
+    };
+    let what = capitalize(&what);
+    let dir = if c.value >= c.median {
+        "above"
+    } else {
+        "below"
+    };
+    match c.method {
+        Method::RobustZ => format!(
+            "{what} on {host} is far {dir} the other hosts' median ({} vs {}; robust z = {}).",
+            num(c.value),
+            num(c.median),
+            z_text(c.z.unwrap_or(f64::NAN))
+        ),
+        Method::IdenticalOthers => format!(
+            "{what} on {host} is {} where the other {} hosts all have {}.",
+            num(c.value),
+            c.hosts - 1,
+            num(c.median)
+        ),
+        Method::Pair => format!(
+            "{what} differs between the two hosts of the group: {} on {host}, {} on {}; \
+             two hosts cannot tell which one is off.",
+            num(c.value),
+            num(c.median),
+            pair_other.unwrap_or("the other")
+        ),
+    }
+}
+
+fn capitalize(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
+
+/// One decimal and a true minus sign, as the single-host claims write z.
+fn z_text(z: f64) -> String {
+    if !z.is_finite() {
+        return "n/a".to_string();
+    }
+    let r = (z * 10.0).round() / 10.0;
+    if r < 0.0 {
+        format!("−{:.1}", -r)
+    } else {
+        format!("{:.1}", r.abs())
+    }
+}
+
+/// A value as people read it: integers whole, others to four significant digits.
+fn num(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{}", x as i64)
+    } else if x != 0.0 && (x.abs() >= 1e6 || x.abs() < 1e-3) {
+        format!("{x:.3e}")
+    } else {
+        let s = format!("{x:.4}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    }
+}
+
+/// Lines up the windows of several hosts (their feature matrices, from one analysis) on the
+/// stride grid by window end, for [`CrossHostTracker::observe`]. Windows a host lacks leave
+/// its values NaN; only windows with at least two hosts are returned.
+pub fn group_windows(hosts: &[FeatureMatrix], stride_ms: i64) -> Vec<GroupWindow> {
+    let stride = stride_ms.max(1);
+    let names: Vec<String> = hosts.iter().map(|m| m.host.clone()).collect();
+    // Every channel-feature of any host, in first-seen order.
+    let mut index: HashMap<ColumnKey, usize> = HashMap::new();
+    let mut keys: Vec<(ColumnKey, Subsystem)> = Vec::new();
+    let mut host_cols: Vec<Vec<usize>> = Vec::new();
+    for m in hosts {
+        let mut cols = Vec::with_capacity(m.columns.len());
+        for c in &m.columns {
+            let key = ColumnKey {
+                channel: m.channels[c.channel].name.clone(),
+                feature: c.feature,
+            };
+            let next = keys.len();
+            let i = *index.entry(key.clone()).or_insert(next);
+            if i == next {
+                keys.push((key, c.subsystem));
+            }
+            cols.push(i);
+        }
+        host_cols.push(cols);
+    }
+    // Window end (rounded to the grid) → (host, row).
+    let mut by_end: BTreeMap<i64, Vec<(usize, usize)>> = BTreeMap::new();
+    for (h, m) in hosts.iter().enumerate() {
+        for (r, w) in m.windows.iter().enumerate() {
+            let end = (w.end_ms + stride / 2).div_euclid(stride) * stride;
+            by_end.entry(end).or_default().push((h, r));
+        }
+    }
+    let mut out = Vec::new();
+    for (end_ms, rows) in by_end {
+        if rows.len() < 2 {
+            continue;
+        }
+        let mut values = vec![vec![f64::NAN; hosts.len()]; keys.len()];
+        for (h, r) in rows {
+            for (c, &k) in host_cols[h].iter().enumerate() {
+                values[k][h] = hosts[h].values[[r, c]];
+            }
+        }
+        let columns = keys
+            .iter()
+            .zip(values)
+            .map(|((key, subsystem), values)| GroupColumn {
+                key: key.clone(),
+                subsystem: *subsystem,
+                values,
+            })
+            .collect();
+        out.push(GroupWindow {
+            end_ms,
+            hosts: names.clone(),
+            columns,
+        });
+    }
+    out
+}
+
+/// Offline: runs the tracker over a whole analysis and returns, per host and subsystem that
+/// deviated persistently at some point, its strongest finding (with `since_ms` the first and
+/// `last_ms` the last window it was open).
+pub fn analyze(
+    hosts: &[FeatureMatrix],
+    stride_ms: i64,
+    params: CrossHostParams,
+) -> Result<Vec<HostDeviation>, ParamError> {
+    let mut t = CrossHostTracker::new(params)?;
+    let mut out: BTreeMap<(String, Subsystem), HostDeviation> = BTreeMap::new();
+    for w in group_windows(hosts, stride_ms) {
+        for f in t.observe(&w).findings {
+            let slot = (f.host.clone(), f.subsystem);
+            match out.get_mut(&slot) {
+                Some(prev) => {
+                    let since = prev.since_ms.min(f.since_ms);
+                    if f.score > prev.score {
+                        *prev = f;
+                    } else {
+                        prev.last_ms = f.last_ms;
+                    }
+                    prev.since_ms = since;
+                }
+                None => {
+                    out.insert(slot, f);
+                }
+            }
+        }
+    }
+    Ok(out.into_values().collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const P: CrossHostParams = CrossHostParams {
+        threshold: 3.5,
+        k: 24,
+        n: 30,
+        min_relative_difference: 0.01,
+        pair_relative_difference: 0.5,
+        top_evidence: 5,
+    };
+
+    #[test]
+    fn robust_z_by_hand() {
+        // 10, 11, 12, 13, 100: median 12, |dev| = 2,1,0,1,88 → MAD 1, scale 1.4826;
+        // z(100) = 88 / 1.4826 = 59.355…, z(10) = −2 / 1.4826 = −1.349.
+        let c = compare_column(&[10.0, 11.0, 12.0, 13.0, 100.0], true, &P);
+        let far = c.iter().find(|c| c.host == 4).unwrap();
+        assert!((far.z.unwrap() - 88.0 / 1.4826).abs() < 1e-12);
+        assert_eq!(far.method, Method::RobustZ);
+        assert!(far.strength > 1.0);
+        let low = c.iter().find(|c| c.host == 0).unwrap();
+        assert!((low.z.unwrap() + 2.0 / 1.4826).abs() < 1e-12);
+        assert!(low.strength < 1.0);
+        // The median host does not deviate at all.
+        assert!(c.iter().all(|c| c.host != 2));
+    }
+
+    #[test]
+    fn mad_zero_falls_back_to_mean_absolute_deviation() {
+        // Nine hosts, eight at 0 HugePages and one at 512: MAD 0, mean |dev| = 512/9,
+        // scale = 1.2533 · 512/9, z = 9 / 1.2533 = 7.181…
+        let mut v = vec![0.0; 9];
+        v[3] = 512.0;
+        let c = compare_column(&v, true, &P);
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].host, 3);
+        assert!((c[0].z.unwrap() - 9.0 / 1.2533).abs() < 1e-9);
+        assert_eq!(c[0].method, Method::RobustZ);
+        // Three hosts: z = 3 / 1.2533 = 2.39 < 3.5, but the others agree exactly: a
+        // configuration difference, strength 1 + relative difference = 2.
+        let c = compare_column(&[0.0, 512.0, 0.0], true, &P);
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].method, Method::IdenticalOthers);
+        assert!((c[0].z.unwrap() - 3.0 / 1.2533).abs() < 1e-9);
+        assert_eq!(c[0].strength, 2.0);
+    }
+
+    #[test]
+    fn constant_noise_and_nan_make_nothing() {
+        assert!(compare_column(&[7.0; 6], true, &P).is_empty());
+        // Float noise far below 1% of the level is not material, whatever its z.
+        assert!(compare_column(&[1.0, 1.0, 1.0, 1.0, 1.0 + 1e-12], true, &P).is_empty());
+        // NaN and infinities take no part; one finite value compares with nothing.
+        assert!(compare_column(&[f64::NAN, 3.0, f64::INFINITY], true, &P).is_empty());
+        let c = compare_column(&[f64::NAN, 0.0, 0.0, 0.0, 0.0, 40.0], true, &P);
+        assert_eq!(c.len(), 1);
+        assert_eq!((c[0].host, c[0].hosts), (5, 5));
+    }
+
+    #[test]
+    fn two_hosts_use_the_relative_difference() {
+        // 4 vs 10: relative difference 0.6, strength 0.6 / 0.5 = 1.2 for both, no z.
+        let c = compare_column(&[4.0, 10.0], true, &P);
+        assert_eq!(c.len(), 2);
+        for x in &c {
+            assert_eq!(x.method, Method::Pair);
+            assert_eq!(x.z, None);
+            assert!((x.strength - 1.2).abs() < 1e-12);
+        }
+        assert_eq!((c[0].value, c[0].median), (4.0, 10.0));
+        // 9 vs 10: a tenth apart is not a pair deviation.
+        assert!(compare_column(&[9.0, 10.0], true, &P)[0].strength < 1.0);
+        // Shape features (skewness 0.1 vs −0.3) are not compared between two hosts.
+        assert!(compare_column(&[0.1, -0.3], false, &P).is_empty());
+    }
+
+    fn window(end_ms: i64, values: Vec<f64>) -> GroupWindow {
+        let hosts: Vec<String> = (0..values.len()).map(|i| format!("node{i}")).collect();
+        GroupWindow {
+            end_ms,
+            hosts,
+            columns: vec![GroupColumn {
+                key: ColumnKey {
+                    channel: "reveal_memory_hugepages{state=\"free\"}".into(),
+                    feature: Feature::Mean,
+                },
+                subsystem: Subsystem::Memory,
+                values,
+            }],
+        }
+    }
+
+    #[test]
+    fn persistence_k_of_n() {
+        let p = CrossHostParams { k: 3, n: 5, ..P };
+        let mut t = CrossHostTracker::new(p).unwrap();
+        let normal = vec![100.0, 101.0, 99.0, 100.5, 99.5];
+        let mut odd = normal.clone();
+        odd[1] = 10.0;
+        // Deviating in windows 0, 2, 3: 3 of the last 5 from window 3 on, 2 from window 5.
+        let seq = [&odd, &normal, &odd, &odd, &normal, &normal, &normal];
+        let mut open = Vec::new();
+        for (i, v) in seq.iter().enumerate() {
+            let u = t.observe(&window(i as i64 * 1000, (*v).clone()));
+            open.push(!u.findings.is_empty());
+            let s = u
+                .scores
+                .iter()
+                .find(|(h, s, _)| h == "node1" && *s == Subsystem::Memory)
+                .unwrap()
+                .2;
+            assert_eq!(s > 1.0, open[i], "window {i}: score {s}");
+        }
+        assert_eq!(open, [false, false, false, true, true, false, false]);
+        let mut t = CrossHostTracker::new(p).unwrap();
+        let mut last = CrossHostUpdate::default();
+        for i in 0..4 {
+            last = t.observe(&window(i * 1000, odd.clone()));
+        }
+        let f = &last.findings[0];
+        assert_eq!((f.host.as_str(), f.subsystem), ("node1", Subsystem::Memory));
+        assert_eq!((f.since_ms, f.last_ms), (2000, 3000));
+        let e = &f.evidence[0];
+        // Sorted 10, 99, 99.5, 100, 100.5: median 99.5; |dev| 0, 0.5, 0.5, 1, 89.5 → MAD 0.5.
+        assert_eq!((e.host_value, e.group_median), (10.0, 99.5));
+        assert!((e.robust_z.unwrap() + 89.5 / (1.4826 * 0.5)).abs() < 1e-9);
+        assert_eq!(e.windows, 4);
+        assert_eq!(
+            f.summary,
+            "HugePages (state free) on node1 is far below the other hosts' median \
+             (10 vs 99.5; robust z = −120.7)."
+        );
+    }
+
+    #[test]
+    fn bad_params_are_refused() {
+        for p in [
+            CrossHostParams { k: 0, ..P },
+            CrossHostParams { k: 31, ..P },
+            CrossHostParams {
+                threshold: f64::NAN,
+                ..P
+            },
+            CrossHostParams {
+                pair_relative_difference: 0.0,
+                ..P
+            },
+        ] {
+            assert!(CrossHostTracker::new(p).is_err(), "{p:?}");
+        }
+    }
+}
