@@ -260,7 +260,7 @@ impl FaultIsolation {
 #[derive(Debug, Clone)]
 pub enum Standardizer {
     Marginal(Scaler),
-    Residual(WorkloadModel),
+    Residual(Box<WorkloadModel>),
 }
 
 impl Standardizer {
@@ -268,7 +268,7 @@ impl Standardizer {
     pub fn fit(x: ArrayView2<f64>, scaling: Scaling, seed: u64) -> Result<Self, DetectError> {
         Ok(match scaling {
             Scaling::Residual { max_rank } => {
-                Standardizer::Residual(WorkloadModel::fit(x, max_rank, seed)?)
+                Standardizer::Residual(Box::new(WorkloadModel::fit(x, max_rank, seed)?))
             }
             other => Standardizer::Marginal(Scaler::fit(x, other)?),
         })

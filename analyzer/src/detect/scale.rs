@@ -61,7 +61,9 @@ impl Scaler {
                 Scaling::Standard => mean_std(&buf),
                 Scaling::Robust | Scaling::Residual { .. } => median_spread(&mut buf),
             };
-            if !(s > RELATIVE_NOISE * c.abs()) || !s.is_finite() {
+            // Written so that a NaN spread (overflowing sums) also counts as unusable.
+            let spread_ok = s.is_finite() && s > RELATIVE_NOISE * c.abs();
+            if !spread_ok {
                 status.push(ColumnStatus::Constant);
                 continue;
             }

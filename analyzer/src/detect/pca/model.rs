@@ -357,7 +357,11 @@ mod tests {
             let batch = m.score_many(x.view());
             for i in [0, 17, 399] {
                 let one = m.score(x.row(i));
-                assert!((one - batch[i]).abs() <= 1e-9 * one.max(1.0), "{one} {}", batch[i]);
+                assert!(
+                    (one - batch[i]).abs() <= 1e-9 * one.max(1.0),
+                    "{one} {}",
+                    batch[i]
+                );
             }
         }
     }
