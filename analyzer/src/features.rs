@@ -22,6 +22,17 @@
 //!   direction as rank-deficient and returns a meaningless value; ours is the value of the
 //!   same test on the series shifted by its first sample (equal in exact arithmetic), and
 //!   the reference file records both (`tsfresh_unstable`).
+//!
+//! ```
+//! use reveal_analyzer::features::{Adf, Stats};
+//!
+//! let x = [1.0, 2.0, 4.0, 3.0, 5.0, 4.0, 6.0, 5.0];
+//! let s = Stats::of(&x);
+//! assert_eq!(s.mean, 3.75);
+//! assert!(s.slope > 0.0 && s.rvalue > 0.8);
+//! // Too short for the ADF lag search: NaN, as tsfresh returns.
+//! assert!(Adf::new().teststat(&x[..3]).is_nan());
+//! ```
 
 pub mod adf;
 pub mod calc;

@@ -6,6 +6,22 @@
 //! counted; static channels are left out of detection; NaN features are "at baseline" for
 //! the detectors and never named as evidence; a detector score that is not finite does not
 //! flag; a host with too few windows for a baseline gets a note instead of findings.
+//!
+//! ```
+//! use reveal_analyzer::pipeline::{analyze, AnalyzeParams};
+//! use reveal_analyzer::source::{csv::parse_csv, SourceOptions};
+//!
+//! // 20 s of one channel at 100 ms: too short to fit a baseline, which the result says.
+//! let mut text = String::from("timestamp,reveal_cpu_busy_ratio\n");
+//! for i in 0..200 {
+//!     text.push_str(&format!("{}.{},{}\n", 1000 + i / 10, i % 10, 0.5 + 0.01 * (i % 7) as f64));
+//! }
+//! let hosts = parse_csv(&text, &SourceOptions::default()).unwrap();
+//! let result = analyze(&hosts, &AnalyzeParams::default());
+//! assert_eq!(result[0].summary.windows_scored, 18);
+//! assert!(result[0].flagged.is_empty());
+//! assert!(result[0].notes[0].contains("needed to fit a baseline"));
+//! ```
 
 mod claims;
 

@@ -265,3 +265,50 @@ fn cut(m: HostMatrix, r: TimeRange) -> Option<HostMatrix> {
         ..m
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_source_cuts_the_range_on_the_grid() {
+        let dir = std::env::temp_dir().join(format!("reveal-source-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("r.csv");
+        let rows: String = (0..10)
+            .map(|i| format!("{}.{},{}\n", 100 + i / 10, i % 10, i))
+            .collect();
+        std::fs::write(&path, format!("t,a\n{rows}")).unwrap();
+        let mut src = FileSource {
+            path: path.clone(),
+            format: FileFormat::from_path(&path),
+            options: SourceOptions::default(),
+        };
+        assert_eq!(src.name(), "csv-file");
+        let all = src.fetch(None).unwrap();
+        assert_eq!(all[0].n_steps(), 10);
+        let part = src
+            .fetch(Some(TimeRange {
+                start_ms: 100_250,
+                end_ms: 100_600,
+            }))
+            .unwrap();
+        assert_eq!(part[0].start_ms, 100_300);
+        assert_eq!(part[0].row(0).to_vec(), [3.0, 4.0, 5.0]);
+        let none = src
+            .fetch(Some(TimeRange {
+                start_ms: 0,
+                end_ms: 1000,
+            }))
+            .unwrap();
+        assert!(none.is_empty());
+        let missing = FileSource {
+            path: dir.join("nope.csv"),
+            format: FileFormat::Csv,
+            options: SourceOptions::default(),
+        }
+        .fetch(None);
+        assert!(matches!(missing, Err(SourceError::Io { .. })));
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}
