@@ -258,3 +258,34 @@ fn old_kernel_partition_lines_parse() {
         Some(4382.31)
     );
 }
+
+/// The command line reaches every collector: the binary, pointed at a tree with
+/// `--path.procfs` and `--path.sysfs`, prints exactly the golden exposition.
+#[test]
+fn binary_with_path_flags_matches_golden() {
+    for tree in ["numa-2socket", "vm-debian"] {
+        let root = fixture(tree);
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_reveal-exporter"));
+        cmd.arg("--once")
+            .arg("--log.level=error")
+            .arg(format!("--path.procfs={}", root.join("proc").display()))
+            .arg(format!("--path.sysfs={}", root.join("sys").display()))
+            .arg("--collector.disable-defaults");
+        for e in COLLECTORS.iter().filter(|e| !HOST_ONLY.contains(&e.name)) {
+            cmd.arg(format!("--collector.{}", e.name));
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let got = strip_nondeterministic(&String::from_utf8(out.stdout).unwrap());
+        let want = std::fs::read_to_string(golden_path(tree)).unwrap();
+        assert!(
+            want == got,
+            "{tree}: --once differs from the golden {}",
+            diff(&want, &got, ("golden", "--once"))
+        );
+    }
+}
