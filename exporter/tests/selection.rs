@@ -137,5 +137,8 @@ fn the_binary_refuses_a_bad_selection_at_start() {
 fn the_shipped_example_loads() {
     let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/selection.yml");
     let sel = Selection::load(&p).unwrap_or_else(|e| panic!("{e}"));
-    assert!(sel.names().iter().any(|n| n == "reveal_cpu_tsc_cycles_total"));
+    assert!(sel
+        .names()
+        .iter()
+        .any(|n| n == "reveal_cpu_tsc_cycles_total"));
 }

@@ -105,7 +105,12 @@ const KB: f64 = 1024.0;
 
 macro_rules! gpu_metric {
     ($id:ident, $ctor:ident, $name:expr, $unit:expr, [$($l:expr),*], $help:expr) => {
-        pub static $id: Desc = Desc::$ctor($name, $unit, &["gpu", "uuid", "model", "pci_bus_id" $(, $l)*], $help);
+        pub static $id: Desc = Desc::$ctor(
+            $name,
+            $unit,
+            &["gpu", "uuid", "model", "pci_bus_id" $(, $l)*],
+            $help,
+        );
     };
 }
 
@@ -117,7 +122,14 @@ gpu_metric!(
     [],
     "Share of the last sample period in which a kernel ran on the GPU (NVML utilization.gpu)."
 );
-gpu_metric!(MEMORY_UTILIZATION, gauge, "reveal_gpu_memory_utilization", Unit::Ratio, [], "Share of the last sample period in which device memory was read or written (NVML utilization.memory).");
+gpu_metric!(
+    MEMORY_UTILIZATION,
+    gauge,
+    "reveal_gpu_memory_utilization",
+    Unit::Ratio,
+    [],
+    "Share of the last sample period in which device memory was read or written (NVML utilization.memory)."
+);
 gpu_metric!(
     MEMORY_USED,
     gauge,
@@ -158,7 +170,14 @@ gpu_metric!(
     [],
     "GPU die temperature."
 );
-gpu_metric!(CLOCK, gauge, "reveal_gpu_clock", Unit::Hertz, ["clock"], "Current clock of the streaming multiprocessors (clock=\"sm\") or of device memory (clock=\"memory\").");
+gpu_metric!(
+    CLOCK,
+    gauge,
+    "reveal_gpu_clock",
+    Unit::Hertz,
+    ["clock"],
+    "Current clock of the streaming multiprocessors (clock=\"sm\") or of device memory (clock=\"memory\")."
+);
 gpu_metric!(
     CLOCK_MAX,
     gauge,
@@ -207,7 +226,14 @@ gpu_metric!(
     ["direction"],
     "PCIe traffic over NVML's last 20 ms sample, direction tx (from the GPU) or rx (to it)."
 );
-gpu_metric!(ECC, counter, "reveal_gpu_ecc_errors", Unit::None, ["type", "counter", "location"], "ECC errors by type (corrected/uncorrected), counter (volatile: since driver load; aggregate: lifetime) and memory location.");
+gpu_metric!(
+    ECC,
+    counter,
+    "reveal_gpu_ecc_errors",
+    Unit::None,
+    ["type", "counter", "location"],
+    "ECC errors by type (corrected/uncorrected), counter (volatile: since driver load; aggregate: lifetime) and memory location."
+);
 gpu_metric!(
     RETIRED,
     counter,

@@ -30,7 +30,12 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::time::{Duration, Instant};
 
-pub static APERF: Desc = Desc::counter("reveal_cpu_aperf_cycles", Unit::None, &["cpu"], "Actual performance clock cycles while in C0 (IA32_APERF); with MPERF gives the busy frequency.");
+pub static APERF: Desc = Desc::counter(
+    "reveal_cpu_aperf_cycles",
+    Unit::None,
+    &["cpu"],
+    "Actual performance clock cycles while in C0 (IA32_APERF); with MPERF gives the busy frequency.",
+);
 pub static MPERF: Desc = Desc::counter(
     "reveal_cpu_mperf_cycles",
     Unit::None,
@@ -49,7 +54,12 @@ pub static SMI: Desc = Desc::counter(
     &["cpu"],
     "System management interrupts (MSR_SMI_COUNT; counted per package, reported by each CPU).",
 );
-pub static CSTATE: Desc = Desc::counter("reveal_cpu_cstate_residency_cycles", Unit::None, &["cpu", "scope", "state"], "Cycles (at the TSC rate) spent in a hardware C-state, per core or per package (reported by the CPU the cstate PMU designates).");
+pub static CSTATE: Desc = Desc::counter(
+    "reveal_cpu_cstate_residency_cycles",
+    Unit::None,
+    &["cpu", "scope", "state"],
+    "Cycles (at the TSC rate) spent in a hardware C-state, per core or per package (reported by the CPU the cstate PMU designates).",
+);
 pub static TSC_HZ: Desc = Desc::gauge(
     "reveal_cpu_tsc_frequency",
     Unit::Hertz,
@@ -69,7 +79,8 @@ const REGS: [(&str, u64, &Desc); 4] = [
 
 /// Parses a sysfs PMU event alias such as `event=0x03` (`events/c6-residency`). Only the
 /// `event` term is understood: the msr and cstate PMUs define no other
-/// (<https://docs.kernel.org/admin-guide/perf/index.html>, ABI sysfs-bus-event_source-devices-events).
+/// (<https://docs.kernel.org/admin-guide/perf/index.html>; ABI file
+/// sysfs-bus-event_source-devices-events).
 pub fn parse_pmu_event(text: &str) -> Result<u64, ParseError> {
     let t = text.trim();
     let v = t

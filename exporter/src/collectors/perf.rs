@@ -61,8 +61,18 @@ cpu_counter!(
     Unit::None,
     "Mispredicted branches (PERF_COUNT_HW_BRANCH_MISSES), scaled for multiplexing."
 );
-cpu_counter!(STALLED_FRONTEND, "reveal_cpu_stalled_cycles_frontend", Unit::None, "Cycles the front end issued nothing (PERF_COUNT_HW_STALLED_CYCLES_FRONTEND), scaled for multiplexing.");
-cpu_counter!(STALLED_BACKEND, "reveal_cpu_stalled_cycles_backend", Unit::None, "Cycles the back end retired nothing (PERF_COUNT_HW_STALLED_CYCLES_BACKEND), scaled for multiplexing.");
+cpu_counter!(
+    STALLED_FRONTEND,
+    "reveal_cpu_stalled_cycles_frontend",
+    Unit::None,
+    "Cycles the front end issued nothing (PERF_COUNT_HW_STALLED_CYCLES_FRONTEND), scaled for multiplexing.",
+);
+cpu_counter!(
+    STALLED_BACKEND,
+    "reveal_cpu_stalled_cycles_backend",
+    Unit::None,
+    "Cycles the back end retired nothing (PERF_COUNT_HW_STALLED_CYCLES_BACKEND), scaled for multiplexing.",
+);
 cpu_counter!(
     TASK_CLOCK,
     "reveal_cpu_task_clock",
