@@ -104,7 +104,7 @@ pub const THROTTLE_REASONS: &[(u64, &str)] = &[
 const KB: f64 = 1024.0;
 
 macro_rules! gpu_metric {
-    ($id:ident, $ctor:ident, $name:expr, $unit:expr, [$($l:expr),*], $help:expr) => {
+    ($id:ident, $ctor:ident, $name:expr, $unit:expr, [$($l:expr),*], $help:expr $(,)?) => {
         pub static $id: Desc = Desc::$ctor(
             $name,
             $unit,

@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 macro_rules! cpu_counter {
-    ($id:ident, $name:expr, $unit:expr, $help:expr) => {
+    ($id:ident, $name:expr, $unit:expr, $help:expr $(,)?) => {
         pub static $id: Desc = Desc::counter($name, $unit, &["cpu"], $help);
     };
 }
