@@ -14,7 +14,8 @@
 //!
 //! Defaults, checked on the `_`-separated words of the metric name:
 //! - **event**: counters whose name has an error, drop, retransmit, ECC, fault, timeout,
-//!   loss, discard, overrun or failure word (`reveal_network_receive_drop_total`);
+//!   loss, overrun, failure or retired word (`reveal_network_receive_drops_total`), or a
+//!   label value containing one (`reveal_network_protocol_events_total{name="RetransSegs"}`);
 //! - **static**: info metrics, and names with a size, total, limit, capacity, max/min,
 //!   temperature, version or link-width word (`reveal_memory_mem_total_bytes`,
 //!   `reveal_cpu_temperature_celsius`); a counter's own `_total` suffix does not count;
@@ -101,22 +102,30 @@ impl MetricSet {
 
     /// Subsystem and kind of a metric: the matching entry, else the defaults.
     pub fn classify(&self, metric: &str, metric_type: MetricType) -> (Subsystem, Kind) {
+        self.classify_series(metric, &[], metric_type)
+    }
+
+    /// Like [`MetricSet::classify`], with the series' labels for the default kind (a
+    /// counter family like `reveal_network_protocol_events_total{name="RetransSegs"}` holds
+    /// event counters under one name).
+    pub fn classify_series(
+        &self,
+        metric: &str,
+        labels: &[(String, String)],
+        metric_type: MetricType,
+    ) -> (Subsystem, Kind) {
+        let default = || default_series_kind(metric, labels, metric_type);
         for (re, sub, kind) in &self.entries {
             if re.is_match(metric) {
-                return (
-                    *sub,
-                    kind.unwrap_or_else(|| default_kind(metric, metric_type)),
-                );
+                return (*sub, kind.unwrap_or_else(default));
             }
         }
-        (
-            Subsystem::from_metric_name(metric),
-            default_kind(metric, metric_type),
-        )
+        (Subsystem::from_metric_name(metric), default())
     }
 }
 
-const EVENT_WORDS: [&str; 27] = [
+// Storage "discards" (TRIM) are I/O operations, not losses, so "discard" is not here.
+const EVENT_WORDS: [&str; 26] = [
     "error",
     "errors",
     "err",
@@ -136,16 +145,15 @@ const EVENT_WORDS: [&str; 27] = [
     "timeouts",
     "lost",
     "loss",
-    "discard",
-    "discards",
     "overrun",
     "overruns",
     "fail",
     "failed",
     "failure",
     "failures",
+    "retired",
 ];
-const STATIC_WORDS: [&str; 18] = [
+const STATIC_WORDS: [&str; 19] = [
     "size",
     "hugepagesize",
     "total",
@@ -164,7 +172,33 @@ const STATIC_WORDS: [&str; 18] = [
     "gen",
     "mtu",
     "pagesize",
+    "boot",
 ];
+/// Label values name counters in CamelCase or run-together (`TCPLostRetransmit`,
+/// `pgmajfault`, `ListenDrops`), so they are searched for these parts.
+const EVENT_PARTS: [&str; 9] = [
+    "error", "retrans", "drop", "fault", "timeout", "lost", "fail", "overrun", "ecc",
+];
+
+/// [`default_kind`], and for counters also an event when a label value names an event
+/// (`{name="RetransSegs"}`, `{counter="symbol_error"}`).
+pub fn default_series_kind(
+    metric: &str,
+    labels: &[(String, String)],
+    metric_type: MetricType,
+) -> Kind {
+    let by_name = default_kind(metric, metric_type);
+    if by_name == Kind::Dynamic && metric_type == MetricType::Counter {
+        let event = labels.iter().any(|(_, v)| {
+            let v = v.to_ascii_lowercase();
+            EVENT_PARTS.iter().any(|p| v.contains(p))
+        });
+        if event {
+            return Kind::Event;
+        }
+    }
+    by_name
+}
 
 /// The default kind of a metric by its name and declared type.
 pub fn default_kind(metric: &str, metric_type: MetricType) -> Kind {
@@ -212,6 +246,37 @@ mod tests {
         assert_eq!(k("reveal_cpu_frequency_hertz", Gauge), Kind::Dynamic);
         // An error gauge is a level, not a stream of events.
         assert_eq!(k("reveal_gpu_errors_pending", Gauge), Kind::Dynamic);
+        assert_eq!(
+            k("reveal_storage_discards_completed_total", Counter),
+            Kind::Dynamic
+        );
+        assert_eq!(k("reveal_cpu_boot_time_seconds", Gauge), Kind::Static);
+        assert_eq!(k("reveal_gpu_retired_pages_total", Counter), Kind::Event);
+        let l = |v: &str| vec![("name".to_string(), v.to_string())];
+        let ev = |m: &str, v: &str| default_series_kind(m, &l(v), Counter);
+        assert_eq!(
+            ev("reveal_network_protocol_events_total", "RetransSegs"),
+            Kind::Event
+        );
+        assert_eq!(
+            ev("reveal_network_protocol_events_total", "TCPLostRetransmit"),
+            Kind::Event
+        );
+        assert_eq!(
+            ev("reveal_memory_vmstat_events_total", "pgmajfault"),
+            Kind::Event
+        );
+        assert_eq!(
+            ev("reveal_network_protocol_events_total", "InSegs"),
+            Kind::Dynamic
+        );
+        assert_eq!(
+            ev("reveal_cpu_interrupts_total", "interrupts"),
+            Kind::Dynamic
+        );
+        // Only counters are events; a gauge stays what its name says.
+        let g = default_series_kind("reveal_network_protocol_value", &l("InErrors"), Gauge);
+        assert_eq!(g, Kind::Dynamic);
     }
 
     #[test]

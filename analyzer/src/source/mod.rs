@@ -164,7 +164,10 @@ impl<'a> Assembler<'a> {
             }
             name.push('}');
         }
-        let (subsystem, kind) = self.opts.metric_set.classify(metric, metric_type);
+        let (subsystem, kind) = self
+            .opts
+            .metric_set
+            .classify_series(metric, labels, metric_type);
         let channel = Channel {
             name,
             metric: metric.to_string(),
