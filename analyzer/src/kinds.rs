@@ -19,6 +19,7 @@
 //! - **static**: info metrics, and names with a size, total, limit, capacity, max/min,
 //!   temperature, version or link-width word (`reveal_memory_mem_total_bytes`,
 //!   `reveal_cpu_temperature_celsius`); a counter's own `_total` suffix does not count;
+//! - **static** also: the exporter's self-metrics (`reveal_exporter_*`);
 //! - **dynamic**: everything else.
 
 use std::path::Path;
@@ -202,7 +203,9 @@ pub fn default_series_kind(
 
 /// The default kind of a metric by its name and declared type.
 pub fn default_kind(metric: &str, metric_type: MetricType) -> Kind {
-    if metric_type == MetricType::Info {
+    // The exporter's own health (collector durations, success) describes the exporter, not
+    // the host: kept for cross-host comparison, not scored.
+    if metric_type == MetricType::Info || metric.starts_with("reveal_exporter_") {
         return Kind::Static;
     }
     let lower = metric.to_ascii_lowercase();
@@ -251,6 +254,10 @@ mod tests {
             Kind::Dynamic
         );
         assert_eq!(k("reveal_cpu_boot_time_seconds", Gauge), Kind::Static);
+        assert_eq!(
+            k("reveal_exporter_collector_duration_seconds", Gauge),
+            Kind::Static
+        );
         assert_eq!(k("reveal_gpu_retired_pages_total", Counter), Kind::Event);
         let l = |v: &str| vec![("name".to_string(), v.to_string())];
         let ev = |m: &str, v: &str| default_series_kind(m, &l(v), Counter);

@@ -89,6 +89,7 @@ fn a_capture_shorter_than_a_window_is_reported_not_failed() {
     assert!(text(&out.stdout).contains("No anomalous windows"));
     let lines = std::fs::read_to_string(&json).unwrap();
     assert_eq!(lines.lines().count(), 1, "one host line, no findings");
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// Two minutes of 16 channels at 100 ms, with a burst on one network channel at 60 s, a
@@ -188,6 +189,7 @@ fn an_injected_fault_becomes_a_table_row_and_an_episode() {
     );
     assert!(episode_on_fault, "the fault is an episode");
     assert!(stdout.contains("Network"), "{stdout}");
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
@@ -213,4 +215,5 @@ fn bad_inputs_are_refused_with_a_reason() {
     let out = analyze(&["--input", "x.prom", "--window", "3s", "--stride", "150ms"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("multiples of the step"));
+    std::fs::remove_dir_all(&dir).ok();
 }
