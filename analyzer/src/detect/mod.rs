@@ -6,6 +6,21 @@
 //! (a row of features), knows its threshold (a percentile of its own baseline
 //! scores), and explains a score by attributing it to feature columns.
 //!
+//! Two configurations ([`DetectorsConfig`]):
+//! - [`DetectorsConfig::literal`], the paper's: standardized features; mean |z|;
+//!   PCA keeping 95% of the variance with the Mahalanobis distance; an
+//!   Isolation Forest on all features. Checked against scikit-learn
+//!   (`tests/sklearn_parity.rs`). With thousands of features of which a handful
+//!   move, the mean dilutes the move, 95% of the variance takes most of the
+//!   components, and the forest's random splits almost never pick a moved
+//!   feature: all three score near chance on that case (`benches/detectors.rs`).
+//! - [`DetectorsConfig::default`], for that case: robust scaling (median, MAD);
+//!   a workload model (randomized PCA, components above the noise edge) whose
+//!   residuals are scored per feature by a single-feature fault test
+//!   ([`residual`]); scores that keep a handful of large deviations visible
+//!   (mean of the five largest); and a forest over each window's five largest
+//!   deviations. The three share one workload model when fitted as a set.
+//!
 //! Input rules shared by all detectors:
 //! - A column that is non-finite in more than half of the baseline rows, or
 //!   (numerically) constant, is left out of the model; [`Detector::columns`]

@@ -29,6 +29,9 @@ pub(crate) const POWER_ITERS: usize = 2;
 /// whole run, anomalies included) cannot become a component of their own and
 /// hide themselves. At ±4 a normal feature loses 0.006% of its values.
 pub(crate) const CLIP: f64 = 4.0;
+/// A component whose variance is below this fraction of the total is
+/// numerically null; whitening by it would amplify rounding noise.
+pub(crate) const NULL_VARIANCE: f64 = 1e-12;
 /// A residual spread below this (in robust-z units) means the feature is a
 /// combination of others: nothing of its own to watch.
 const NULL_RESIDUAL: f64 = 1e-9;
@@ -36,15 +39,20 @@ const NULL_RESIDUAL: f64 = 1e-9;
 /// Robust scaling, the workload's components, and residual scales.
 #[derive(Debug, Clone)]
 pub struct WorkloadModel {
-    scaler: Scaler,
-    mean: Array1<f64>,
+    pub(crate) scaler: Scaler,
+    pub(crate) mean: Array1<f64>,
     /// Workload components as rows (k × used columns), unit length.
-    components: Array2<f64>,
-    res_center: Array1<f64>,
+    pub(crate) components: Array2<f64>,
+    /// Variance of each component (divisor n − 1).
+    pub(crate) variances: Array1<f64>,
+    pub(crate) res_center: Array1<f64>,
     /// 0 leaves the column's residual out.
-    res_scale: Array1<f64>,
+    pub(crate) res_scale: Array1<f64>,
     /// Set once the residual scales are known.
-    isolation: Option<FaultIsolation>,
+    pub(crate) isolation: Option<FaultIsolation>,
+    /// What it was fitted with, so a PCA detector asking for the same can share it.
+    pub(crate) max_rank: usize,
+    pub(crate) seed: u64,
 }
 
 impl WorkloadModel {
@@ -74,11 +82,21 @@ impl WorkloadModel {
         };
         drop(clipped);
         let k = signal_rank(&values, total, q, n, max_rank);
+        // Leave out numerically null directions (as the PCA detector does).
+        let k = values
+            .iter()
+            .take(k)
+            .take_while(|&&v| v > NULL_VARIANCE * total)
+            .count();
         let components = vectors.slice_axis(Axis(0), (0..k).into()).to_owned();
+        let variances = values.slice_axis(Axis(0), (0..k).into()).to_owned();
         let mut model = WorkloadModel {
             scaler,
             mean,
             components,
+            variances,
+            max_rank,
+            seed,
             res_center: Array1::zeros(q),
             res_scale: Array1::ones(q),
             isolation: None,
@@ -264,6 +282,14 @@ pub enum Standardizer {
 }
 
 impl Standardizer {
+    /// The workload model behind a residual standardization.
+    pub(crate) fn workload(&self) -> Option<&WorkloadModel> {
+        match self {
+            Standardizer::Marginal(_) => None,
+            Standardizer::Residual(w) => Some(w),
+        }
+    }
+
     /// Fits the standardization `scaling` names; `seed` feeds the randomized solver.
     pub fn fit(x: ArrayView2<f64>, scaling: Scaling, seed: u64) -> Result<Self, DetectError> {
         Ok(match scaling {

@@ -39,22 +39,27 @@ impl DetectorsConfig {
 
     /// Fits z-score, PCA and Isolation Forest, in that order. When the
     /// z-score and the forest ask for the same standardization (the default),
-    /// it is fitted once and shared.
+    /// it is fitted once and shared, and so are its components with the PCA
+    /// detector when that asks for the same ones (the default again).
     pub fn fit(&self, x: ArrayView2<f64>) -> Result<Vec<Box<dyn Detector>>, DetectError> {
         let (z, f) = (&self.zscore, &self.iforest);
-        let (zscore, iforest): (Box<dyn Detector>, Box<dyn Detector>) =
-            if z.scaling == f.scaling && z.seed == f.seed && x.nrows() >= 3 {
-                z.check()?;
-                f.check()?;
-                let std = Standardizer::fit(x, z.scaling, z.seed)?;
-                (
-                    Box::new(z.fit_with(x, std.clone())?),
-                    Box::new(f.fit_with(x, std)?),
-                )
-            } else {
-                (Box::new(z.fit(x)?), Box::new(f.fit(x)?))
-            };
-        Ok(vec![zscore, Box::new(self.pca.fit(x)?), iforest])
+        if z.scaling == f.scaling && z.seed == f.seed && x.nrows() >= 3 {
+            z.check()?;
+            f.check()?;
+            let std = Standardizer::fit(x, z.scaling, z.seed)?;
+            let pca = self.pca.fit_sharing(x, std.workload())?;
+            Ok(vec![
+                Box::new(z.fit_with(x, std.clone())?),
+                Box::new(pca),
+                Box::new(f.fit_with(x, std)?),
+            ])
+        } else {
+            Ok(vec![
+                Box::new(z.fit(x)?),
+                Box::new(self.pca.fit(x)?),
+                Box::new(f.fit(x)?),
+            ])
+        }
     }
 }
 
@@ -79,6 +84,9 @@ mod tests {
             ((i * 13 + j * 7) % 19) as f64 + (j as f64).sin() * i as f64 * 0.01
         });
         let c = DetectorsConfig::default();
+        // The defaults do share: one workload model serves all three.
+        let std = Standardizer::fit(x.view(), c.zscore.scaling, c.zscore.seed).unwrap();
+        assert!(c.pca.matches_workload(std.workload().unwrap()));
         let set = c.fit(x.view()).unwrap();
         let alone: Vec<Box<dyn Detector>> = vec![
             Box::new(c.zscore.fit(x.view()).unwrap()),

@@ -2,7 +2,9 @@ use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis};
 
 use super::{Components, PcaParams, PcaScore, Solver};
 use crate::detect::linalg::randomized_pca;
-use crate::detect::residual::{full_eigen, signal_rank, FaultIsolation, CLIP};
+use crate::detect::residual::{
+    full_eigen, signal_rank, FaultIsolation, WorkloadModel, CLIP, NULL_VARIANCE,
+};
 use crate::detect::scale::{median_spread, Scaler, Scaling};
 use crate::detect::{percentile, Attribution, ColumnStatus, Detector};
 
@@ -10,9 +12,6 @@ use crate::detect::{percentile, Attribution, ColumnStatus, Detector};
 const FULL_EIGEN_MAX_FEATURES: usize = 400;
 /// Extra sketch columns of the randomized solver beyond the wanted rank.
 const OVERSAMPLE: usize = 10;
-/// A component whose variance is below this fraction of the total is
-/// numerically null; whitening by it would amplify rounding noise.
-const NULL_VARIANCE: f64 = 1e-12;
 
 /// A fitted PCA detector.
 #[derive(Debug, Clone)]
@@ -103,6 +102,25 @@ impl PcaModel {
             model.residual = Some((center, scale));
         }
         let scores = model.scores_centered(z.view());
+        model.threshold = percentile(&scores.to_vec(), p.threshold_percentile);
+        model
+    }
+
+    /// The default model from a workload model fitted with the same scaling,
+    /// rank limit, solver and seed: the same components, so they are not
+    /// computed twice when the detectors of one set share them.
+    pub(crate) fn from_workload(p: &PcaParams, w: &WorkloadModel, x: ArrayView2<f64>) -> PcaModel {
+        let mut model = PcaModel {
+            scaler: w.scaler.clone(),
+            score_kind: p.score,
+            mean: w.mean.clone(),
+            components: w.components.clone(),
+            variances: w.variances.clone(),
+            residual: Some((w.res_center.clone(), w.res_scale.clone())),
+            isolation: w.isolation.clone(),
+            threshold: 0.0,
+        };
+        let scores = model.score_many(x);
         model.threshold = percentile(&scores.to_vec(), p.threshold_percentile);
         model
     }

@@ -149,6 +149,39 @@ impl PcaParams {
     }
 }
 
+impl PcaParams {
+    /// Whether `w` holds exactly the components this configuration would fit
+    /// (see `PcaModel::from_workload`).
+    pub(crate) fn matches_workload(&self, w: &crate::detect::residual::WorkloadModel) -> bool {
+        self.scaling == Scaling::Robust
+            && self.components
+                == (Components::Signal {
+                    max_rank: w.max_rank,
+                })
+            && self.solver
+                == (Solver::Randomized {
+                    power_iters: crate::detect::residual::POWER_ITERS,
+                })
+            && matches!(self.score, PcaScore::TopK(_))
+            && self.seed == w.seed
+    }
+
+    /// Fits on a shared workload model when it matches, alone otherwise.
+    pub(crate) fn fit_sharing(
+        &self,
+        x: ArrayView2<f64>,
+        w: Option<&crate::detect::residual::WorkloadModel>,
+    ) -> Result<PcaModel, DetectError> {
+        match w {
+            Some(w) if self.matches_workload(w) => {
+                self.check()?;
+                Ok(PcaModel::from_workload(self, w, x))
+            }
+            _ => self.fit(x),
+        }
+    }
+}
+
 impl Fit for PcaParams {
     type Model = PcaModel;
 
