@@ -363,7 +363,14 @@ impl Service {
         while a < until {
             let b = (a + CHUNK_MS).min(until);
             for m in self.fetch(a, b).await? {
-                self.engine.learn(&m, a, b, &self.metrics);
+                let spans: Vec<(i64, i64)> = self
+                    .checkpoint
+                    .open_episodes
+                    .iter()
+                    .filter(|e| e.instance == m.host)
+                    .map(|e| (e.start_ms, until))
+                    .collect();
+                self.engine.learn(&m, a, b, &spans, &self.metrics);
             }
             a = b;
         }

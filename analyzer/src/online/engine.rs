@@ -85,6 +85,8 @@ pub struct Status {
 
 pub struct Engine {
     params: EngineParams,
+    /// Spans whose learned windows count as flagged (see [`Engine::learn`]).
+    exclude: Vec<(i64, i64)>,
     extractor: Extractor,
     hosts: BTreeMap<String, HostState>,
 }
@@ -94,6 +96,7 @@ impl Engine {
         Engine {
             extractor: Extractor::new(params.features, params.window),
             params,
+            exclude: Vec::new(),
             hosts: BTreeMap::new(),
         }
     }
@@ -130,8 +133,33 @@ impl Engine {
     /// Adds the windows of `m` ending in `(after, until]` to the baseline without scoring
     /// them: history from before the analyzer (re)started, so it needs no warm-up in real
     /// time and raises no findings about the past.
-    pub fn learn(&mut self, m: &HostMatrix, after: i64, until: i64, metrics: &SelfMetrics) {
+    /// Windows ending inside one of `exclude` (`(start, end]` spans of episodes that were
+    /// open) are kept out of the baseline like flagged windows.
+    pub fn learn(
+        &mut self,
+        m: &HostMatrix,
+        after: i64,
+        until: i64,
+        exclude: &[(i64, i64)],
+        metrics: &SelfMetrics,
+    ) {
+        self.exclude = exclude.to_vec();
         self.run(m, after, until, true, metrics);
+        self.exclude.clear();
+    }
+
+    /// Refits every host now (after learning history, so the first model sees all of it
+    /// rather than only the warm-up's worth).
+    pub fn refit_all(&mut self, metrics: &SelfMetrics) {
+        for (name, host) in self.hosts.iter_mut() {
+            let Some(last) = host.ring.back().map(|r| r.0) else {
+                continue;
+            };
+            if let Some(f) = host.fitted.as_mut() {
+                f.at_ms = i64::MIN / 2;
+            }
+            maybe_fit(name, host, &self.params, last, metrics);
+        }
     }
 
     fn run(
@@ -196,7 +224,11 @@ impl Engine {
             maybe_fit(&m.host, host, &self.params, win.end_ms, metrics);
             let fitted = host.fitted.as_ref().filter(|_| !learn_only);
             let Some(fitted) = fitted else {
-                host.ring.push_back((win.end_ms, row, false));
+                let excluded = self
+                    .exclude
+                    .iter()
+                    .any(|(s, e)| win.end_ms > *s && win.end_ms <= *e);
+                host.ring.push_back((win.end_ms, row, excluded));
                 trim(host, &self.params, win.end_ms);
                 out.push(Outcome::Skipped {
                     end_ms: win.end_ms,
@@ -459,7 +491,7 @@ mod tests {
         let t0 = 1_700_000_000_000;
         // Five minutes of history: learned, not scored.
         let hist = host(t0 - 303_000, 303, 0..0, &mut seed);
-        e.learn(&hist, t0 - 300_000, t0, &metrics);
+        e.learn(&hist, t0 - 300_000, t0, &[], &metrics);
         assert!(!e.status().warming_up, "{:?}", e.status());
 
         // Then 20 s live with a 5 s burst starting at t0 + 10 s.

@@ -1,0 +1,389 @@
+//! `reveal-analyzer run` when the world misbehaves, over real Prometheus and Alertmanager on
+//! loopback. The telemetry is synthetic and written into Prometheus with remote write (four
+//! minutes of history, then live every 200 ms), so the anomaly is exactly where the test puts
+//! it and the test does not depend on what else this machine is doing:
+//!
+//! - Alertmanager down when the episode opens: the alert waits and arrives after its restart;
+//! - the analyzer killed (SIGKILL) mid-episode and restarted: the same episode continues,
+//!   Alertmanager keeps one alert with the original start, no second firing;
+//! - Prometheus stopped mid-run and restarted: the analyzer stays healthy, counts the
+//!   failures and catches up;
+//! - the episode resolves once the anomaly stops;
+//! - a source answering junk and 5xx: the analyzer stays up, healthy, not ready.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use reveal_analyzer::http::{HttpClient, HttpClientConfig};
+use reveal_analyzer::remote_write::{Batch, RemoteWriter};
+use reveal_e2e::alertmanager::{self, Alertmanager};
+use reveal_e2e::analyzer::Analyzer;
+use reveal_e2e::prometheus::{self, PROMETHEUS};
+use reveal_e2e::recorder::{Recorder, Request};
+use reveal_e2e::{free_port, loopback, Proc, TempDir};
+
+const HOST: &str = "synth-1:9100";
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+/// A Prometheus this test can stop and start again on the same port and data.
+struct Prom {
+    proc: Option<Proc>,
+    addr: SocketAddr,
+    dir: TempDir,
+}
+
+impl Prom {
+    fn start() -> Prom {
+        let dir = TempDir::new("reveal-faults-prom");
+        dir.write("prometheus.yml", "global:\n  scrape_interval: 1m\n");
+        let mut p = Prom {
+            proc: None,
+            addr: loopback(free_port()),
+            dir,
+        };
+        p.up();
+        p
+    }
+    fn up(&mut self) {
+        let mut proc = Proc::spawn(
+            "prometheus",
+            std::process::Command::new(PROMETHEUS)
+                .arg(format!(
+                    "--config.file={}",
+                    self.dir.path().join("prometheus.yml").display()
+                ))
+                .arg(format!(
+                    "--storage.tsdb.path={}",
+                    self.dir.path().join("data").display()
+                ))
+                .arg(format!("--web.listen-address={}", self.addr))
+                .arg("--web.enable-remote-write-receiver"),
+        );
+        proc.wait_http_ready(self.addr, "/-/ready", Duration::from_secs(30));
+        self.proc = Some(proc);
+    }
+    fn down(&mut self) {
+        self.proc = None;
+    }
+    fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+}
+
+/// Deterministic noise in [-0.5, 0.5) from a step index and a channel.
+fn noise(step: i64, channel: u64) -> f64 {
+    let mut x = (step as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        ^ channel.wrapping_mul(0xD1B5_4A32_D192_ED03);
+    x ^= x >> 31;
+    x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x ^= x >> 29;
+    (x >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+}
+
+/// The synthetic host's samples at step `k` (100 ms grid) into `b`.
+fn sample(b: &mut Batch, k: i64, anomalous: bool) {
+    let t = k * 100;
+    for cpu in 0..4u64 {
+        let c = cpu.to_string();
+        b.add(
+            "synth_cpu_busy_ratio",
+            &[("instance", HOST), ("cpu", &c)],
+            t,
+            0.3 + 0.1 * noise(k, cpu),
+        );
+    }
+    let disk = if anomalous {
+        400e6 * (1.0 + 0.3 * noise(k, 10))
+    } else {
+        5e6 * (1.0 + 0.5 * noise(k, 10))
+    };
+    b.add(
+        "synth_disk_written_bytes_per_second",
+        &[("instance", HOST), ("device", "sda")],
+        t,
+        disk,
+    );
+    b.add(
+        "synth_disk_read_bytes_per_second",
+        &[("instance", HOST), ("device", "sda")],
+        t,
+        2e6 * (1.0 + 0.5 * noise(k, 11)),
+    );
+    b.add(
+        "synth_memory_dirty_bytes",
+        &[("instance", HOST)],
+        t,
+        1e8 * (1.0 + 0.05 * noise(k, 12)),
+    );
+}
+
+/// Writes four minutes of history, then keeps writing up to now every 200 ms (retrying
+/// while Prometheus is down) until `stop`.
+fn feed(
+    url: String,
+    anomaly: Arc<AtomicBool>,
+    stop: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let client = HttpClient::new(&HttpClientConfig::default()).unwrap();
+        let mut w = RemoteWriter::new(client, url, 1 << 22);
+        let mut next = (now_ms() - 240_000) / 100;
+        while !stop.load(Ordering::Relaxed) {
+            let until = now_ms() / 100;
+            let mut b = Batch::default();
+            while next <= until {
+                sample(&mut b, next, anomaly.load(Ordering::Relaxed));
+                next += 1;
+            }
+            // Failures keep the batch queued in the writer; it is resent on the next round.
+            let _ = rt.block_on(w.write(b));
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    })
+}
+
+fn config(prom: &str, am: &str) -> String {
+    format!(
+        "listen_address: {{listen}}\nstate_dir: {{state}}\nsource:\n  prometheus:\n    url: {prom}\n    timeout: 2s\n\
+         metrics:\n  - expr: synth_cpu_busy_ratio\n    subsystem: cpu\n    kind: dynamic\n  \
+         - expr: synth_disk_written_bytes_per_second\n    subsystem: storage\n    kind: dynamic\n  \
+         - expr: synth_disk_read_bytes_per_second\n    subsystem: storage\n    kind: dynamic\n  \
+         - expr: synth_memory_dirty_bytes\n    subsystem: memory\n    kind: dynamic\n\
+         analysis:\n  warmup: 2m\n  baseline: 4m\n  refit_every: 10m\n\
+         outputs:\n  remote_write:\n    url: {prom}/api/v1/write\n  alertmanager:\n    urls: [{am}]\n    resend_interval: 2s\n    timeout: 2s\n"
+    )
+}
+
+fn about_host(r: &Request, status: &str) -> bool {
+    let v = r.json();
+    v["status"] == status
+        && v["alerts"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|x| x["labels"]["instance"] == HOST))
+}
+
+fn wait(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool, logs: impl Fn() -> String) {
+    let deadline = Instant::now() + timeout;
+    while !ok() {
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {what}\n{}",
+            logs()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn survives_outages_and_restarts_without_duplicating_the_episode() {
+    if prometheus::available().is_none() || alertmanager::available().is_none() {
+        return;
+    }
+    let mut prom = Prom::start();
+    let hook = Recorder::start();
+    let mut am = Alertmanager::with_webhook(&format!("{}/hook", hook.url()));
+    let anomaly = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new(AtomicBool::new(false));
+    let feeder = feed(
+        format!("{}/api/v1/write", prom.url()),
+        anomaly.clone(),
+        stop.clone(),
+    );
+    std::thread::sleep(Duration::from_secs(2));
+
+    let mut an = Analyzer::start(&config(&prom.url(), &am.url()));
+    // The four minutes of history are learned at start: ready without a real-time warm-up.
+    wait(
+        "ready",
+        Duration::from_secs(60),
+        || an.status("/-/ready") == 200,
+        || an.logs(),
+    );
+    assert_eq!(an.metric("reveal_analyzer_warming_up"), Some(0.0));
+    std::thread::sleep(Duration::from_secs(5));
+    assert_eq!(
+        an.metric("reveal_analyzer_episodes_opened_total"),
+        Some(0.0),
+        "{}",
+        an.logs()
+    );
+
+    // Alertmanager is down when the anomaly starts: the alert waits in the queue.
+    am.stop();
+    anomaly.store(true, Ordering::Relaxed);
+    wait(
+        "an alert queued",
+        Duration::from_secs(30),
+        || an.metric("reveal_analyzer_alerts_queued").unwrap_or(0.0) >= 1.0,
+        || an.logs(),
+    );
+    assert_eq!(
+        an.metric("reveal_analyzer_episodes_opened_total"),
+        Some(1.0)
+    );
+    assert!(
+        an.metric("reveal_analyzer_delivery_failures_total")
+            .unwrap_or(0.0)
+            >= 1.0
+    );
+    am.start();
+    let fired = hook.wait_for(Duration::from_secs(30), |r| about_host(r, "firing"));
+    let fired = fired.unwrap_or_else(|| panic!("no firing alert after the restart\n{}", an.logs()));
+    let alert = fired.json()["alerts"][0].clone();
+    assert_eq!(alert["labels"]["alertname"], "RevealAnomaly");
+    assert_eq!(alert["labels"]["subsystem"], "storage", "{alert}");
+    let starts_at = same_instant(alert["startsAt"].as_str().unwrap());
+    assert!(
+        alert["annotations"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("synth_disk_written"),
+        "{alert}"
+    );
+
+    // Killed without warning mid-episode, then restarted: the episode goes on.
+    an.kill();
+    std::thread::sleep(Duration::from_secs(2));
+    an.restart();
+    std::thread::sleep(Duration::from_secs(6));
+    assert_eq!(
+        an.metric("reveal_analyzer_episodes_opened_total"),
+        Some(0.0),
+        "reopened:\n{}",
+        an.logs()
+    );
+    assert_eq!(
+        an.metric("reveal_analyzer_episodes_open"),
+        Some(1.0),
+        "{}",
+        an.logs()
+    );
+    let active: Vec<_> = am
+        .alerts()
+        .unwrap()
+        .into_iter()
+        .filter(|a| a["labels"]["instance"] == HOST)
+        .collect();
+    assert_eq!(active.len(), 1, "{active:?}");
+    assert_eq!(same_instant(active[0]["startsAt"].as_str().unwrap()), starts_at);
+
+    // Prometheus goes away for a while: the analyzer keeps serving and counts failures.
+    prom.down();
+    wait(
+        "query failures",
+        Duration::from_secs(20),
+        || {
+            an.metric("reveal_analyzer_query_failures_total")
+                .unwrap_or(0.0)
+                >= 2.0
+        },
+        || an.logs(),
+    );
+    assert_eq!(an.status("/-/healthy"), 200);
+    assert_eq!(an.status("/-/ready"), 503);
+    prom.up();
+    wait(
+        "catching up",
+        Duration::from_secs(30),
+        || {
+            an.metric("reveal_analyzer_lag_seconds").unwrap_or(99.0) < 3.0
+                && an.status("/-/ready") == 200
+        },
+        || an.logs(),
+    );
+
+    // The anomaly stops: the episode closes and its alert resolves, once.
+    anomaly.store(false, Ordering::Relaxed);
+    let resolved = hook.wait_for(Duration::from_secs(40), |r| about_host(r, "resolved"));
+    assert!(
+        resolved.is_some(),
+        "no resolution; webhooks: {:?}\n{}",
+        hook.requests().len(),
+        an.logs()
+    );
+    let starts: std::collections::BTreeSet<String> = hook
+        .requests()
+        .iter()
+        .flat_map(|r| r.json()["alerts"].as_array().cloned().unwrap_or_default())
+        .filter(|a| a["labels"]["instance"] == HOST)
+        .map(|a| same_instant(a["startsAt"].as_str().unwrap_or("")))
+        .collect();
+    assert_eq!(
+        starts.len(),
+        1,
+        "more than one episode reached Alertmanager: {starts:?}"
+    );
+
+    // The anomaly series reached Prometheus through remote write.
+    let q = prom_query(
+        &prom,
+        &format!("max_over_time(reveal_anomaly_agreement{{instance=\"{HOST}\"}}[5m])"),
+    );
+    assert!(q >= 2.0, "agreement series: {q}");
+    stop.store(true, Ordering::Relaxed);
+    feeder.join().unwrap();
+}
+
+/// The API writes `…41.000Z`, the webhook `…41Z`: the same instant.
+fn same_instant(t: &str) -> String {
+    t.replace(".000Z", "Z")
+}
+
+fn prom_query(p: &Prom, q: &str) -> f64 {
+    let path = format!("/api/v1/query?{}", reveal_e2e::http::form(&[("query", q)]));
+    let r = reveal_e2e::http::get(p.addr, &path).expect("query");
+    let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+    v["data"]["result"][0]["value"][1]
+        .as_str()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(f64::NAN)
+}
+
+#[test]
+fn junk_and_5xx_from_the_source_never_take_the_analyzer_down() {
+    let junk = Recorder::start();
+    let flip = Arc::new(AtomicBool::new(false));
+    let f = flip.clone();
+    junk.respond(move |_| {
+        if f.fetch_xor(true, Ordering::Relaxed) {
+            (503, b"<html>upstream unavailable</html>".to_vec())
+        } else {
+            (200, b"{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[{\"metric\":".to_vec())
+        }
+    });
+    let cfg = format!(
+        "listen_address: {{listen}}\nstate_dir: {{state}}\nsource:\n  prometheus:\n    url: {}\n    timeout: 1s\n\
+         metrics:\n  - expr: up\n    subsystem: cpu\noutputs:\n  alertmanager:\n    urls: [{}]\n",
+        junk.url(),
+        junk.url()
+    );
+    let an = Analyzer::start(&cfg);
+    wait(
+        "failures counted",
+        Duration::from_secs(20),
+        || {
+            an.metric("reveal_analyzer_query_failures_total")
+                .unwrap_or(0.0)
+                >= 4.0
+        },
+        || an.logs(),
+    );
+    assert_eq!(an.status("/-/healthy"), 200);
+    assert_eq!(an.status("/-/ready"), 503);
+    assert_eq!(
+        an.metric("reveal_analyzer_windows_analyzed_total"),
+        Some(0.0)
+    );
+}
