@@ -22,3 +22,5 @@ pub mod report;
 pub mod service;
 pub mod compare;
 pub mod crosshost;
+pub mod prune;
+pub mod regime;

@@ -1,0 +1,342 @@
+//! Correlation pruning (paper §4.1): hand-checked correlations, a two-run union with known
+//! redundancy, the selection file read back through the exporter's own parser, and a
+//! recording of this host made with the exporter's collectors.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use ndarray::Array2;
+use reveal_analyzer::matrix::{Channel, HostMatrix, Kind, MetricType, Subsystem};
+use reveal_analyzer::prune::cli::{run_cli, PruneArgs};
+use reveal_analyzer::prune::{correlate, curves, priority, thresholds, union};
+use reveal_exporter::selection::{known_descs, Selection};
+
+fn matrix(rows: &[(&str, Vec<f64>)]) -> HostMatrix {
+    let n = rows[0].1.len();
+    let channels = rows
+        .iter()
+        .map(|(name, _)| {
+            let metric = name.split('{').next().unwrap().to_string();
+            Channel {
+                name: name.to_string(),
+                subsystem: Subsystem::from_metric_name(&metric),
+                metric,
+                kind: Kind::Dynamic,
+                metric_type: MetricType::Gauge,
+            }
+        })
+        .collect();
+    let flat: Vec<f64> = rows.iter().flat_map(|(_, v)| v.clone()).collect();
+    HostMatrix {
+        host: "h".into(),
+        start_ms: 0,
+        step_ms: 100,
+        channels,
+        values: Array2::from_shape_vec((rows.len(), n), flat).unwrap(),
+        non_finite_samples: 0,
+    }
+}
+
+#[test]
+fn pearson_by_hand_constants_left_out_gaps_tolerated() {
+    // x = 1..12, y = 2x + 3 (r = 1), w = −x (r = −1), v alternates ±1 (r(x, v) by hand:
+    // x − x̄ = k − 6.5, v = (−1)^k for k = 1..12; Σ(x − x̄)v = 6 (six pairs of +1), Σ(x−x̄)² =
+    // 143, Σv² = 12, v̄ = 0 → r = 6 / √(143 · 12) = 0.14484…). The constant is not judged.
+    let x: Vec<f64> = (1..=12).map(f64::from).collect();
+    let y: Vec<f64> = x.iter().map(|v| 2.0 * v + 3.0).collect();
+    let w: Vec<f64> = x.iter().map(|v| -v).collect();
+    let v: Vec<f64> = (1..=12)
+        .map(|k| if k % 2 == 0 { 1.0 } else { -1.0 })
+        .collect();
+    let m = matrix(&[
+        ("x", x.clone()),
+        ("y", y),
+        ("c", vec![5.0; 12]),
+        ("w", w),
+        ("v", v),
+    ]);
+    let rc = correlate("run", &m, false);
+    assert_eq!(rc.judged, [0, 1, 3, 4]);
+    assert!((rc.r[[0, 1]] - 1.0).abs() < 1e-12);
+    assert!((rc.r[[0, 2]] + 1.0).abs() < 1e-12);
+    assert!((rc.r[[0, 3]] - 6.0 / (143.0f64 * 12.0).sqrt()).abs() < 1e-12);
+    // A gap in y leaves r(x, y) at 1 on the overlap.
+    let mut y2: Vec<f64> = x.iter().map(|v| 2.0 * v + 3.0).collect();
+    y2[4] = f64::NAN;
+    let m = matrix(&[("x", x), ("y", y2)]);
+    let rc = correlate("run", &m, false);
+    assert!((rc.r[[0, 1]] - 1.0).abs() < 1e-3, "{}", rc.r[[0, 1]]);
+}
+
+#[test]
+fn priority_table_prefers_utilization_and_throughput() {
+    assert_eq!(priority("reveal_cpu_time_seconds_total"), 0);
+    assert_eq!(priority("reveal_gpu_utilization_ratio"), 0);
+    assert_eq!(priority("reveal_memory_mem_available_bytes"), 0);
+    assert_eq!(priority("reveal_network_receive_bytes_total"), 0);
+    assert_eq!(priority("reveal_storage_read_bytes_total"), 0);
+    assert_eq!(priority("reveal_network_receive_packets_total"), 1);
+    assert_eq!(priority("reveal_storage_reads_completed_total"), 1);
+    assert_eq!(priority("reveal_cpu_instructions_total"), 2);
+    assert_eq!(priority("reveal_storage_reads_merged_total"), 2);
+}
+
+/// Deterministic noise in [−0.5, 0.5).
+struct Noise(u64);
+impl Noise {
+    fn next(&mut self) -> f64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+    }
+}
+
+const CPU: &str = "reveal_cpu_time_seconds_total{cpu=\"0\",mode=\"user\"}";
+const INS: &str = "reveal_cpu_instructions_total{cpu=\"0\"}";
+const RXB: &str = "reveal_network_receive_bytes_total{device=\"eth0\"}";
+const RXP0: &str = "reveal_network_receive_packets_total{device=\"eth0\"}";
+const RXP1: &str = "reveal_network_receive_packets_total{device=\"eth1\"}";
+const DIRTY: &str = "reveal_memory_dirty_bytes";
+const ERR: &str = "reveal_network_receive_errors_total{device=\"eth0\"}";
+const LOAD: &str = "node_load1";
+
+/// A CSV run (counters as running totals, 100 ms apart). In run A the instruction counter
+/// follows CPU time; in run B it does not. eth0 packets follow eth0 bytes in both; eth1
+/// packets, dirty memory and the load are independent; the error counter never moves.
+fn csv_run(instructions_follow_cpu: bool, seed: u64) -> String {
+    let mut n = Noise(seed);
+    let names = [CPU, INS, RXB, RXP0, RXP1, DIRTY, ERR, LOAD];
+    let mut s = String::from("timestamp_ms");
+    for h in names {
+        write!(s, ",\"{}\"", h.replace('"', "\"\"")).unwrap();
+    }
+    s.push('\n');
+    let mut tot = [0.0f64; 5];
+    for k in 0..400 {
+        let cpu = 0.05 + 0.04 * n.next();
+        let ins = if instructions_follow_cpu {
+            2e8 * cpu + 1e5 * n.next()
+        } else {
+            1e7 + 5e6 * n.next()
+        };
+        let rxb = 1e5 + 8e4 * n.next();
+        let rxp0 = rxb / 1000.0 + 2.0 * n.next();
+        let rxp1 = 50.0 + 40.0 * n.next();
+        for (t, inc) in tot.iter_mut().zip([cpu, ins, rxb, rxp0, rxp1]) {
+            *t += inc;
+        }
+        let dirty = 5e6 + 1e6 * n.next();
+        let load = 1.0 + n.next();
+        writeln!(
+            s,
+            "{},{},{},{},{},{},{},0,{}",
+            1_700_000_000_000i64 + k * 100,
+            tot[0],
+            tot[1],
+            tot[2],
+            tot[3],
+            tot[4],
+            dirty,
+            load
+        )
+        .unwrap();
+    }
+    s
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("reveal-prune-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn args(inputs: Vec<PathBuf>, tag: &str) -> PruneArgs {
+    PruneArgs {
+        inputs,
+        threshold: 0.5,
+        selection: Some(tmp(&format!("{tag}-selection.yml"))),
+        curves: Some(tmp(&format!("{tag}-curves.csv"))),
+        verdicts: Some(tmp(&format!("{tag}-verdicts.jsonl"))),
+        metric_set: None,
+        step_ms: 100,
+        host_label: "instance".into(),
+        prune_static: false,
+    }
+}
+
+#[test]
+fn union_over_runs_and_selection_loads_in_the_exporter() {
+    let (a, b) = (tmp("a.csv"), tmp("b.csv"));
+    std::fs::write(&a, csv_run(true, 11)).unwrap();
+    std::fs::write(&b, csv_run(false, 12)).unwrap();
+
+    // Run A alone: instructions and eth0 packets are redundant (clustered under CPU time and
+    // eth0 bytes, the priority-0 channels); the error counter was never judged and is kept.
+    let summary = run_cli(&args(vec![a.clone()], "a")).unwrap();
+    assert!(summary.contains("kept 6"), "{summary}");
+    let verdicts = std::fs::read_to_string(tmp("a-verdicts.jsonl")).unwrap();
+    let find = |name: &str| -> serde_json::Value {
+        verdicts
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .find(|v| v["channel"] == name)
+            .unwrap()
+    };
+    assert_eq!(find(INS)["reason"], "redundant");
+    assert_eq!(find(INS)["represented_by"], CPU);
+    assert!(find(INS)["abs_r"].as_f64().unwrap() > 0.95);
+    assert_eq!(find(RXP0)["represented_by"], RXB);
+    assert_eq!(find(ERR)["reason"], "unjudged");
+    for kept in [CPU, RXB, RXP1, DIRTY, LOAD] {
+        assert_eq!(find(kept)["reason"], "selected", "{kept}");
+    }
+
+    // Union with run B, where instructions do not follow CPU time: they are kept.
+    let summary = run_cli(&args(vec![a, b], "ab")).unwrap();
+    assert!(summary.contains("2 runs, 8 channels; kept 7"), "{summary}");
+    let yaml = std::fs::read_to_string(tmp("ab-selection.yml")).unwrap();
+    // Every entry is a metric the exporter knows (it refuses others), eth0 packets are out,
+    // eth1 packets in, and the node_exporter name is only mentioned in a comment.
+    let sel = Selection::load(&tmp("ab-selection.yml")).unwrap();
+    let desc = |n: &str| known_descs().find(|d| d.sample_name() == n).unwrap();
+    let packets = sel
+        .rule(desc("reveal_network_receive_packets_total"))
+        .unwrap();
+    assert!(packets.keeps(&vec![("device", "eth1".to_string())]));
+    assert!(!packets.keeps(&vec![("device", "eth0".to_string())]));
+    for m in [
+        "reveal_cpu_instructions_total",
+        "reveal_cpu_time_seconds_total",
+        "reveal_network_receive_errors_total",
+        "reveal_memory_dirty_bytes",
+    ] {
+        assert!(sel.wants(desc(m)), "{m}\n{yaml}");
+    }
+    assert!(yaml.contains("#   node_load1"), "{yaml}");
+    assert!(!sel.names().iter().any(|n| n == "node_load1"));
+
+    // Figure 4: 18 thresholds, ratios in range and the selected share growing with |r|.
+    let csv = std::fs::read_to_string(tmp("ab-curves.csv")).unwrap();
+    let rows: Vec<Vec<f64>> = csv
+        .lines()
+        .skip(1)
+        .map(|l| {
+            l.split(',')
+                .map(|c| c.parse().unwrap_or(f64::NAN))
+                .collect()
+        })
+        .collect();
+    assert_eq!(rows.len(), 18);
+    assert!((rows[0][0] - 0.10).abs() < 1e-9 && (rows[17][0] - 0.95).abs() < 1e-9);
+    for w in rows.windows(2) {
+        assert!(
+            w[1][3] >= w[0][3] - 1e-12,
+            "selected ratio must not fall: {csv}"
+        );
+    }
+    for r in &rows {
+        assert!(
+            (0.0..=1.0).contains(&r[1]) && (0.0..=1.0).contains(&r[3]),
+            "{csv}"
+        );
+    }
+    // At 0.5 run A selects 5 of its 7 judged channels and run B 6 of 7: mean 11/14 (the CSV
+    // has six decimals).
+    let at = |t: f64| rows.iter().find(|r| (r[0] - t).abs() < 1e-9).unwrap();
+    assert!((at(0.5)[3] - 11.0 / 14.0).abs() < 1e-6, "{csv}");
+    // The removed ones are near-perfectly predicted from the kept ones.
+    assert!(at(0.5)[1] > 0.97 && at(0.5)[2] > 0.95, "{csv}");
+}
+
+#[test]
+fn curves_on_a_redundant_family() {
+    // Five channels all driven by one signal plus small independent noise: at |r| ≤ 0.9 one
+    // representative remains, and it explains the others almost fully.
+    let mut n = Noise(5);
+    let base: Vec<f64> = (0..300).map(|_| n.next()).collect();
+    let rows: Vec<(String, Vec<f64>)> = (0..5)
+        .map(|i| {
+            let v = base.iter().map(|b| b + 0.05 * n.next()).collect();
+            (format!("reveal_cpu_perf_event_total{{event=\"e{i}\"}}"), v)
+        })
+        .collect();
+    let refs: Vec<(&str, Vec<f64>)> = rows.iter().map(|(a, b)| (a.as_str(), b.clone())).collect();
+    let rc = correlate("r", &matrix(&refs), false);
+    let pts = curves(std::slice::from_ref(&rc), &thresholds());
+    let p = pts
+        .iter()
+        .find(|p| (p.threshold - 0.5).abs() < 1e-9)
+        .unwrap();
+    assert!((p.selected_ratio - 0.2).abs() < 1e-12);
+    assert!(p.avg_multi_r2 > 0.98, "{p:?}");
+    assert!(p.avg_max_abs_r > 0.98, "{p:?}");
+    let v = union(&[rc], 0.5);
+    assert_eq!(v.iter().filter(|v| v.kept).count(), 1);
+}
+
+/// Renders one scrape of the exporter's collectors as Prometheus text, stamped with `ms`.
+fn stamped_scrape(runner: &reveal_exporter::runner::Runner, ms: i64, first: bool) -> String {
+    let text = runner.render_as(reveal_exporter::runner::Format::Text);
+    let mut out = String::new();
+    for line in text.lines() {
+        if line.starts_with('#') {
+            if first {
+                out.push_str(line);
+                out.push('\n');
+            }
+        } else if !line.trim().is_empty() {
+            writeln!(out, "{line} {ms}").unwrap();
+        }
+    }
+    out
+}
+
+#[test]
+fn a_recording_of_this_host_prunes_to_a_loadable_selection() {
+    // A real recording: the exporter's stat, meminfo, netdev and diskstats collectors on this
+    // host, 60 scrapes 100 ms apart, with a CPU burst in the middle so CPU channels move.
+    let settings = reveal_exporter::collectors::Settings::default();
+    let runner = reveal_exporter::runner::Runner::new(
+        &["stat", "meminfo", "netdev", "diskstats"],
+        &settings,
+    )
+    .unwrap();
+    let mut rec = String::new();
+    let t0 = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    for k in 0..60 {
+        let busy_until = std::time::Instant::now() + std::time::Duration::from_millis(100);
+        if (20..40).contains(&k) {
+            let mut x = 0u64;
+            while std::time::Instant::now() < busy_until {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+            }
+            std::hint::black_box(x);
+        } else {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        rec.push_str(&stamped_scrape(&runner, t0 + k * 100, k == 0));
+    }
+    let path = tmp("host.prom");
+    std::fs::write(&path, rec).unwrap();
+    let summary = run_cli(&args(vec![path], "host")).unwrap();
+    let sel = Selection::load(&tmp("host-selection.yml")).unwrap();
+    // The CPU moved, so CPU time is judged and some series of it is kept.
+    let cpu = known_descs()
+        .find(|d| d.sample_name() == "reveal_cpu_time_seconds_total")
+        .unwrap();
+    assert!(sel.wants(cpu), "{summary}");
+    let verdicts = std::fs::read_to_string(tmp("host-verdicts.jsonl")).unwrap();
+    let (mut kept, mut total) = (0, 0);
+    for l in verdicts.lines() {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        total += 1;
+        kept += usize::from(v["kept"] == true);
+    }
+    assert!(total > 50 && kept < total, "{summary}");
+    let csv = std::fs::read_to_string(tmp("host-curves.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 19, "{csv}");
+}
