@@ -47,9 +47,11 @@ pub const fn group_read_len(members: usize) -> usize {
     8 * (3 + members)
 }
 
-/// Opens one counting (not sampling) event for all tasks on `cpu`, enabled from the start.
-/// With `leader` it joins that group; without, it becomes a group leader whose reads return
-/// every member's count plus the group's enabled and running times.
+/// Opens one counting (not sampling) event for all tasks on `cpu`. With `leader` it joins that
+/// group; without, it becomes a group leader whose reads return every member's count plus the
+/// group's enabled and running times. A leader starts disabled: members added to a running
+/// group would never be scheduled (perf_event_open(2): "the child events will not start until
+/// the group leader is enabled"), so call [`enable_group`] once every member is open.
 pub fn open_cpu_counter(spec: &EventSpec, cpu: u32, leader: Option<&File>) -> io::Result<File> {
     let mut attr = sys::bindings::perf_event_attr {
         size: std::mem::size_of::<sys::bindings::perf_event_attr>() as u32,
@@ -66,6 +68,7 @@ pub fn open_cpu_counter(spec: &EventSpec, cpu: u32, leader: Option<&File>) -> io
     // that counting events leave unused.
     attr.__bindgen_anon_3.config1 = spec.config1;
     attr.__bindgen_anon_4.config2 = spec.config2;
+    attr.set_disabled(u64::from(leader.is_none()));
     let cpu = i32::try_from(cpu).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
     let group_fd = leader.map_or(-1, |f| f.as_raw_fd());
     let flags = libc::c_ulong::from(sys::bindings::PERF_FLAG_FD_CLOEXEC);
@@ -79,6 +82,17 @@ pub fn open_cpu_counter(spec: &EventSpec, cpu: u32, leader: Option<&File>) -> io
     }
     // SAFETY: the kernel just returned `fd` as a new descriptor; nothing else owns it.
     Ok(unsafe { File::from_raw_fd(fd) })
+}
+
+/// Starts every counter of the group led by `leader`, at once.
+pub fn enable_group(leader: &File) -> io::Result<()> {
+    // SAFETY: PERF_EVENT_IOC_ENABLE takes an integer argument (PERF_IOC_FLAG_GROUP), no
+    // pointer; the descriptor belongs to a `File` borrowed for the call.
+    let r = unsafe { sys::ioctls::ENABLE(leader.as_raw_fd(), sys::bindings::PERF_IOC_FLAG_GROUP) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Raises the soft limit on open descriptors to the hard limit: per-CPU counters need

@@ -150,7 +150,12 @@ fn sysfs_pmus_drive_msr_and_cstate_groups() {
         ..Settings::default()
     };
     let mut c = MsrCollector::new(&s);
+    std::thread::sleep(std::time::Duration::from_millis(20));
     let got = samples(&mut c);
+    // Leader and followers both count (cpu-clock nanoseconds).
+    for (name, labels, v) in &got {
+        assert!(*v > 0.0, "{name} {labels:?} = {v}");
+    }
     let names: Vec<&str> = got.iter().map(|x| x.0.as_str()).collect();
     for want in [
         "reveal_cpu_tsc_cycles_total",

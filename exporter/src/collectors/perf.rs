@@ -77,7 +77,8 @@ cpu_counter!(
     TASK_CLOCK,
     "reveal_cpu_task_clock",
     Unit::Seconds,
-    "Time tasks ran on the CPU as the perf task-clock software event counts it."
+    "Time the CPU's counters were enabled, as the perf task-clock event counts it for CPU-wide \
+     counting: it advances with wall time (busy or idle), like perf stat -a's task-clock."
 );
 cpu_counter!(
     CONTEXT_SWITCHES,

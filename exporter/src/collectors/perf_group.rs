@@ -12,6 +12,10 @@ use std::io::{self, Read};
 /// Opens one per-CPU counter; see [`perf_sys::open_cpu_counter`].
 pub trait Opener: Send {
     fn open(&mut self, spec: &EventSpec, cpu: u32, leader: Option<&File>) -> io::Result<File>;
+    /// Starts a group once all its members are open (leaders are opened disabled).
+    fn enable(&mut self, leader: &File) -> io::Result<()> {
+        perf_sys::enable_group(leader)
+    }
 }
 
 /// The kernel's `perf_event_open(2)`.
@@ -72,17 +76,29 @@ pub fn open_group(
             }),
         }
     }
-    let group = leader.map(|leader| {
-        let buf = vec![0; perf_sys::group_read_len(members.len())];
-        OpenGroup {
-            cpu,
-            members,
-            leader,
-            _followers: followers,
-            buf,
-        }
-    });
-    (group, failures)
+    let Some(leader) = leader else {
+        return (None, failures);
+    };
+    if let Err(error) = opener.enable(&leader) {
+        // Nothing of this group would ever count: report every member as failed.
+        let failures = (0..specs.len())
+            .map(|event| OpenFailure {
+                event,
+                cpu,
+                error: io::Error::new(error.kind(), error.to_string()),
+            })
+            .collect();
+        return (None, failures);
+    }
+    let buf = vec![0; perf_sys::group_read_len(members.len())];
+    let group = OpenGroup {
+        cpu,
+        members,
+        leader,
+        _followers: followers,
+        buf,
+    };
+    (Some(group), failures)
 }
 
 /// One group read: how long the group was enabled and scheduled, and each member's raw count.

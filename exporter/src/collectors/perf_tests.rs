@@ -100,26 +100,45 @@ fn software_events_are_real_and_hardware_is_left_out() {
             "task-clock"
         ]
     );
-    // Burn some CPU so the task clock moves between two reads.
-    let first = scrape(&mut c);
-    let t0 = std::time::Instant::now();
-    let mut x = 0u64;
-    while t0.elapsed() < std::time::Duration::from_millis(30) {
-        x = x.wrapping_add(std::hint::black_box(1));
-    }
-    let second = scrape(&mut c);
-    assert!(!names(&second).contains(&"reveal_cpu_instructions_total".to_string()));
-    let total = |s: &Scrape| -> f64 {
-        s.families()
-            .filter(|f| std::ptr::eq(f.desc, &TASK_CLOCK))
-            .flat_map(|f| f.samples.iter().map(|s| s.value))
-            .sum()
+    // Two reads half a second apart, with /proc/stat read right after each.
+    let ctxt = || -> f64 {
+        let text = std::fs::read_to_string(Settings::default().paths.proc("stat")).unwrap();
+        crate::collectors::stat::parse_stat(&text)
+            .unwrap()
+            .context_switches
+            .unwrap() as f64
     };
+    let t0 = std::time::Instant::now();
+    let first = scrape(&mut c);
+    let ctxt0 = ctxt();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let wall = t0.elapsed().as_secs_f64();
+    let second = scrape(&mut c);
+    let ctxt1 = ctxt();
+    assert!(!names(&second).contains(&"reveal_cpu_instructions_total".to_string()));
+    let per_cpu = |s: &Scrape, d: &'static Desc| -> Vec<f64> {
+        s.families()
+            .filter(|f| std::ptr::eq(f.desc, d))
+            .flat_map(|f| f.samples.iter().map(|s| s.value))
+            .collect()
+    };
+    // CPU-wide task-clock advances with wall time on every CPU.
+    let (a, b) = (per_cpu(&first, &TASK_CLOCK), per_cpu(&second, &TASK_CLOCK));
+    assert_eq!(a.len(), cpus());
+    for (x, y) in a.iter().zip(&b) {
+        assert!(
+            ((y - x) - wall).abs() < 0.1,
+            "task clock moved {} s in {wall} s",
+            y - x
+        );
+    }
+    // The per-CPU context switches add up to the host total /proc/stat counts.
+    let sum = |s: &Scrape| per_cpu(s, &CONTEXT_SWITCHES).iter().sum::<f64>();
+    let (perf_cs, stat_cs) = (sum(&second) - sum(&first), ctxt1 - ctxt0);
+    eprintln!("context switches in {wall:.3} s: perf {perf_cs}, /proc/stat {stat_cs}");
     assert!(
-        total(&second) - total(&first) >= 0.02,
-        "task clock {} -> {}",
-        total(&first),
-        total(&second)
+        (perf_cs - stat_cs).abs() <= 0.1 * stat_cs + 50.0,
+        "perf counted {perf_cs} context switches, /proc/stat {stat_cs}"
     );
     let ratios: Vec<_> = second
         .families()
@@ -169,8 +188,28 @@ fn hardware_path_with_stand_in_counters() {
     );
     assert!(!c.open_events().contains(&"cycles".to_string()));
     assert!(c.open_events().contains(&"instructions".to_string()));
+    std::thread::sleep(std::time::Duration::from_millis(20));
     let out = scrape(&mut c);
     let n = names(&out);
+    // Every stand-in counts nanoseconds of cpu-clock, leader and followers alike: a zero would
+    // mean a member never ran (as when a group starts before its members join).
+    for f in out
+        .families()
+        .filter(|f| !std::ptr::eq(f.desc, &RUNNING_RATIO))
+    {
+        for x in &f.samples {
+            let sw = [&CONTEXT_SWITCHES, &MIGRATIONS, &PAGE_FAULTS];
+            if !sw.iter().any(|d| std::ptr::eq(f.desc, *d)) {
+                assert!(
+                    x.value > 0.0,
+                    "{} {:?} = {}",
+                    f.desc.name,
+                    x.labels,
+                    x.value
+                );
+            }
+        }
+    }
     for want in [
         "reveal_cpu_instructions_total",
         "reveal_cpu_branch_misses_total",
