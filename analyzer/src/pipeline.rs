@@ -108,6 +108,8 @@ pub struct FlaggedWindow {
 /// Counts of what the analysis saw on one host.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct HostSummary {
+    /// Grid step; counters are shown as increases per step.
+    pub step_ms: i64,
     pub channels: usize,
     pub dynamic: usize,
     pub event: usize,
@@ -145,6 +147,7 @@ pub fn analyze_host(m: &HostMatrix, p: &AnalyzeParams) -> HostAnalysis {
     let mut out = HostAnalysis {
         host: m.host.clone(),
         summary: HostSummary {
+            step_ms: m.step_ms,
             channels: m.n_channels(),
             non_finite_samples: m.non_finite_samples,
             ..HostSummary::default()
