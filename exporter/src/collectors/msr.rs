@@ -277,15 +277,23 @@ impl MsrCollector {
                     continue;
                 }
             };
-            // A register the CPU lacks reads as EIO (#GP in the kernel): leave it out.
+            // A register the CPU lacks reads as EIO (#GP in the kernel): leave it out. One the
+            // msr PMU already counts on this CPU (it failed only elsewhere) is not read twice.
+            let label = cpu.to_string();
+            let from_pmu = |d: &Desc| {
+                self.groups
+                    .iter()
+                    .any(|g| g.cpu == label && g.members.iter().any(|m| std::ptr::eq(m.desc, d)))
+            };
             let ok: Vec<_> = regs
                 .iter()
+                .filter(|(_, d, _)| !from_pmu(d))
                 .filter(|(addr, _, _)| read_msr(&file, *addr).is_ok())
                 .map(|(a, d, _)| (*a, *d))
                 .collect();
             for (addr, _, name) in regs
                 .iter()
-                .filter(|(a, _, _)| !ok.iter().any(|(b, _)| a == b))
+                .filter(|(a, d, _)| !from_pmu(d) && !ok.iter().any(|(b, _)| a == b))
             {
                 if cpu == cpus[0] {
                     notes.push(format!(

@@ -211,3 +211,59 @@ fn this_host() {
         }
     }
 }
+
+/// Fails every open on one CPU, as a PMU that does not cover it would.
+struct NotOnCpu(u32);
+
+impl Opener for NotOnCpu {
+    fn open(&mut self, spec: &EventSpec, cpu: u32, leader: Option<&File>) -> std::io::Result<File> {
+        if cpu == self.0 {
+            return Err(std::io::Error::from_raw_os_error(libc::ENODEV));
+        }
+        KernelOpener.open(spec, cpu, leader)
+    }
+}
+
+#[test]
+fn pmu_and_device_together_never_duplicate_a_series() {
+    if !perf_allowed() {
+        return;
+    }
+    let root = tmpdir("mixed");
+    write(&root, "sys/devices/system/cpu/online", "0-1\n");
+    // The msr PMU (standing in with the software clock) offers only the TSC, and only on CPU 0.
+    write(&root, "sys/bus/event_source/devices/msr/type", "1\n");
+    write(
+        &root,
+        "sys/bus/event_source/devices/msr/events/tsc",
+        "event=0x00\n",
+    );
+    for cpu in 0..2 {
+        let mut regs = vec![0u8; 0xe8 + 8];
+        regs[0x10..0x18].copy_from_slice(&7777u64.to_le_bytes());
+        regs[0xe8..0xf0].copy_from_slice(&5000u64.to_le_bytes());
+        let p = root.join(format!("dev/cpu/{cpu}/msr"));
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, regs).unwrap();
+    }
+    let s = Settings {
+        paths: Paths::new(root.join("proc"), root.join("sys")).with_devfs(root.join("dev")),
+        ..Settings::default()
+    };
+    let mut c = MsrCollector::with_opener(&s, &mut NotOnCpu(1));
+    let got = samples(&mut c);
+    let tsc: Vec<_> = got
+        .iter()
+        .filter(|x| x.0 == "reveal_cpu_tsc_cycles_total")
+        .collect();
+    assert_eq!(tsc.len(), 2, "one TSC series per CPU: {tsc:?}");
+    // CPU 0 from the PMU (counting from 0 at open), CPU 1 from the device's register.
+    let on = |cpu: &str| tsc.iter().find(|x| x.1[0].1 == cpu).unwrap().2;
+    assert_ne!(on("0"), 7777.0);
+    assert_eq!(on("1"), 7777.0);
+    let aperf = got
+        .iter()
+        .filter(|x| x.0 == "reveal_cpu_aperf_cycles_total")
+        .count();
+    assert_eq!(aperf, 2);
+}
