@@ -10,6 +10,12 @@
 //! | linear_trend | `scipy.stats.linregress(range(n), x)` | `np.cov(bias=1)` moments; NaN for n ≤ 1 |
 //! | autocorrelation lag 1 | own code | NaN when `np.isclose(var, 0)`, i.e. var ≤ 1e-8 |
 //! | mean_abs_change | `np.mean(np.abs(np.diff(x)))` | pairwise sum; NaN for n ≤ 1 |
+//!
+//! Why several short passes rather than one fused pass of raw power sums: agreement with
+//! numpy to rounding needs numpy's order of operations (mean first, then deviations), and
+//! raw sums (`E[x²] − E[x]²`) lose every digit on a series like 1e12 ± 1. The passes run
+//! over one window's ~30 values while they sit in L1 and allocate nothing: the whole set
+//! costs about 0.13 ms for 700 channels (`benches/features.rs`).
 
 /// numpy's `add.reduce` over a contiguous float64 array (`pairwise_sum` in
 /// `numpy/_core/src/umath/loops_utils.h.src`): 8 interleaved partial sums for blocks of
