@@ -24,6 +24,26 @@ enum Command {
     Run(RunArgs),
     /// Analyze a recording offline: print the Markdown report, write the JSON lines.
     Analyze(analyze_cmd::AnalyzeArgs),
+    /// Prune correlated metrics over recorded runs (paper §4.1): write the exporter's
+    /// selection file and the threshold curves.
+    Prune(reveal_analyzer::prune::cli::PruneArgs),
+    /// Agreement of two sets of anomaly intervals (paper §5.5): IoU, hit rates byCount and
+    /// byLength, per host and overall.
+    Compare(reveal_analyzer::compare::CompareArgs),
+}
+
+/// Prints a command's text output, or its error with exit status 2 (bad input).
+fn print_result(r: Result<String, String>) -> anyhow::Result<ExitCode> {
+    match r {
+        Ok(text) => {
+            print!("{text}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            eprintln!("reveal-analyzer: {e}");
+            Ok(ExitCode::from(2))
+        }
+    }
 }
 
 #[derive(clap::Args)]
@@ -74,6 +94,8 @@ fn main() -> ExitCode {
     let res = match cli.command {
         Command::Run(args) => run(args),
         Command::Analyze(args) => analyze_cmd::run(args),
+        Command::Prune(args) => print_result(reveal_analyzer::prune::cli::run_cli(&args)),
+        Command::Compare(args) => print_result(reveal_analyzer::compare::run_cli(&args)),
     };
     match res {
         Ok(code) => code,
