@@ -270,6 +270,14 @@ fn parse_timestamp(ts: Option<&str>, openmetrics: bool) -> Result<i64, String> {
     let v = parse_float(ts)
         .filter(|v| v.is_finite())
         .ok_or_else(|| format!("bad timestamp {ts:?}"))?;
+    if openmetrics && v.abs() >= 1e11 && !ts.contains(['.', 'e', 'E']) {
+        // 1e11 s is the year 5138: this is a millisecond stamp in a file whose `# EOF`
+        // says OpenMetrics (seconds). Refuse rather than guess which one was meant.
+        return Err(format!(
+            "timestamp {ts} looks like milliseconds, but a file with `# EOF` is OpenMetrics, \
+             whose timestamps are seconds; remove the `# EOF` lines or write seconds"
+        ));
+    }
     let ms = if seconds { (v * 1000.0).round() } else { v };
     // ±2^53 ms keeps every step exact and far from i64 overflow in grid arithmetic.
     if ms.abs() > 9.0e15 {

@@ -93,6 +93,7 @@ fn errors_name_the_line() {
         ("a 1 0\na one 0\n", 2, "bad value"),
         ("# TYPE a flux\n", 1, "unknown type"),
         ("a 1 0 0\n", 1, "unexpected"),
+        ("a 1 1700000000000\n# EOF\n", 1, "looks like milliseconds"),
     ] {
         let e = parse_openmetrics(text, &opts()).unwrap_err();
         let msg = e.to_string();
