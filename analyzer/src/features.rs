@@ -380,4 +380,41 @@ mod tests {
         assert_eq!(fm.values[[1, 13]], 30.0, "ten of each 0,1,2");
         assert!(fm.values[[0, 15]].is_nan(), "10 of 30 samples are too few");
     }
+
+    proptest::proptest! {
+        /// Any series, any gaps, any length: no panic, and features are finite or NaN
+        /// (never infinite) for values of any ordinary magnitude.
+        #[test]
+        fn any_window_gives_finite_or_nan(
+            rows in proptest::collection::vec(
+                proptest::collection::vec(
+                    proptest::option::weighted(0.8, -1e9f64..1e9), 30..80),
+                1..4),
+        ) {
+            let n = rows.iter().map(Vec::len).min().unwrap();
+            let mut values = Array2::from_elem((rows.len(), n), f64::NAN);
+            for (c, r) in rows.iter().enumerate() {
+                for t in 0..n {
+                    values[[c, t]] = r[t].unwrap_or(f64::NAN);
+                }
+            }
+            let channels = (0..rows.len())
+                .map(|i| ch(&format!("c{i}"), [Kind::Dynamic, Kind::Event, Kind::Static][i % 3]))
+                .collect();
+            let m = HostMatrix {
+                host: "h".into(),
+                start_ms: 0,
+                step_ms: 100,
+                channels,
+                values,
+                non_finite_samples: 0,
+            };
+            let wc = WindowConfig::default();
+            let plan = plan_windows(&m, &wc).unwrap();
+            let fm = Extractor::new(FeatureConfig { adf: true }, wc).extract(&m, &plan);
+            for v in fm.values.iter() {
+                proptest::prop_assert!(!v.is_infinite(), "{v}");
+            }
+        }
+    }
 }

@@ -253,6 +253,32 @@ mod tests {
         assert!(adf.teststat(&[]).is_nan());
         assert!(adf.teststat(&[1.0, 2.0, 3.0]).is_nan(), "maxlag < 0");
         assert!(adf.teststat(&[4.0; 30]).is_nan(), "constant");
+        // Every short length, with ties, zeros and a constant tail: no panic, never inf.
+        for n in 0..16 {
+            for pattern in 0..4u32 {
+                let x: Vec<f64> = (0..n)
+                    .map(|i| match pattern {
+                        0 => (i % 3) as f64,
+                        1 => {
+                            if i < n / 2 {
+                                i as f64
+                            } else {
+                                5.0
+                            }
+                        }
+                        2 => ((i * 7919) % 11) as f64 - 5.0,
+                        _ => {
+                            if i == 0 {
+                                1e12
+                            } else {
+                                0.0
+                            }
+                        }
+                    })
+                    .collect();
+                assert!(!adf.teststat(&x).is_infinite(), "n={n} pattern={pattern}");
+            }
+        }
     }
 
     #[test]
