@@ -253,8 +253,11 @@ impl Source for FileSource {
 /// The part of `m` inside `r`, or `None` when they do not overlap.
 fn cut(m: HostMatrix, r: TimeRange) -> Option<HostMatrix> {
     let step = m.step_ms;
-    let first = ((r.start_ms - m.start_ms).max(0) + step - 1) / step;
-    let end = (((r.end_ms - m.start_ms).max(0) + step - 1) / step).min(m.n_steps() as i64);
+    let steps_from_start = |t: i64| {
+        let d = t.saturating_sub(m.start_ms).max(0);
+        (d / step + i64::from(d % step != 0)).min(m.n_steps() as i64)
+    };
+    let (first, end) = (steps_from_start(r.start_ms), steps_from_start(r.end_ms));
     if end <= first {
         return None;
     }
