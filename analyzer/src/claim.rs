@@ -247,7 +247,10 @@ struct FeatureWords {
 
 fn feature_words(feature: &str) -> Option<FeatureWords> {
     let w = |noun, up, down| Some(FeatureWords { noun, up, down });
-    match feature.strip_prefix("value__").unwrap_or(feature) {
+    let name = feature.strip_prefix("value__").unwrap_or(feature);
+    // tsfresh appends the lag selection to the ADF name: `…__autolag_"AIC"`.
+    let name = name.split("__autolag_").next().unwrap_or(name);
+    match name {
         "mean" => w("mean level", "", ""),
         "variance" => w(
             "within-window variance",
@@ -371,6 +374,20 @@ mod tests {
             claim("reveal_storage_read_bytes_total{device=\"nvme0n1\"}", "value__maximum", 7.0),
             "Disk read volume (device nvme0n1) shows a higher maximum than its baseline (z = 7.0): \
              a spike within the window."
+        );
+    }
+
+    #[test]
+    fn tsfresh_adf_name_with_autolag() {
+        let c = claim(
+            "reveal_cpu_procs_running",
+            "value__augmented_dickey_fuller__attr_\"teststat\"__autolag_\"AIC\"",
+            3.0,
+        );
+        assert_eq!(
+            c,
+            "Runnable tasks shows a higher stationarity statistic (ADF) than its baseline \
+             (z = 3.0): it drifts more than usual."
         );
     }
 
