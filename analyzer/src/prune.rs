@@ -37,7 +37,7 @@ pub mod cli;
 pub mod linalg;
 pub mod selection;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use ndarray::Array2;
 use regex::Regex;
@@ -243,9 +243,9 @@ pub fn select(rc: &RunCorrelation, order: &[usize], threshold: f64) -> RunSelect
             continue;
         }
         rep[a] = a;
-        for b in 0..k {
-            if rep[b] == usize::MAX && rc.r[[a, b]].abs() >= threshold {
-                rep[b] = a;
+        for (b, rb) in rep.iter_mut().enumerate() {
+            if *rb == usize::MAX && rc.r[[a, b]].abs() >= threshold {
+                *rb = a;
             }
         }
     }
@@ -401,17 +401,4 @@ pub fn curves_csv(points: &[CurvePoint]) -> String {
         ));
     }
     s
-}
-
-/// Channel names kept, by metric: for [`selection::selection_yaml`].
-pub fn kept_by_metric(verdicts: &[ChannelVerdict]) -> BTreeMap<String, (BTreeSet<String>, usize)> {
-    let mut out: BTreeMap<String, (BTreeSet<String>, usize)> = BTreeMap::new();
-    for v in verdicts {
-        let e = out.entry(v.metric.clone()).or_default();
-        e.1 += 1;
-        if v.kept {
-            e.0.insert(v.channel.clone());
-        }
-    }
-    out
 }

@@ -1,0 +1,134 @@
+use super::*;
+
+/// Deterministic noise in [−0.5, 0.5).
+struct Noise(u64);
+impl Noise {
+    fn next(&mut self) -> f64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+    }
+}
+
+/// Feeds windows `0..n`; `level(i)` gives columns 0 and 1's level, column 2 is noise
+/// only; `flag(i)` says whether the detectors flagged window i. Returns the changes.
+fn feed(
+    n: usize,
+    level: impl Fn(usize) -> f64,
+    flag: impl Fn(usize) -> bool,
+) -> Vec<(usize, RegimeChange)> {
+    let mut t = RegimeTracker::new(RegimeParams::default()).unwrap();
+    let mut noise = Noise(42);
+    let mut out = Vec::new();
+    for i in 0..n {
+        let l = level(i);
+        let row = [l + noise.next(), 2.0 * l + noise.next(), noise.next()];
+        let w = RegimeWindow {
+            end_ms: 1000 * i as i64,
+            flagged: flag(i),
+            row: &row,
+        };
+        if let Some(c) = t.observe(w) {
+            out.push((i, c));
+        }
+    }
+    out
+}
+
+#[test]
+fn a_workload_start_is_one_change_at_the_step() {
+    // Noise of sd 0.29 around 0, then columns 0 and 1 step to 10 and 20 at window 60,
+    // flagged from there on: one change, found once 20 windows of the new level exist,
+    // starting exactly at the step.
+    let changes = feed(150, |i| if i >= 60 { 10.0 } else { 0.0 }, |i| i >= 60);
+    assert_eq!(changes.len(), 1, "{changes:#?}");
+    let (at, c) = &changes[0];
+    assert_eq!(*at, 79);
+    assert_eq!(c.start_ms, 60_000);
+    assert_eq!((c.windows, c.flagged), (20, 20));
+    let cols: Vec<usize> = c.columns.iter().map(|x| x.column).collect();
+    assert_eq!(cols, [1, 0]);
+    assert!((c.columns[1].after - 10.0).abs() < 0.2);
+    assert!(c.columns[0].z > 40.0, "{:?}", c.columns);
+    assert!(c.describe(|i| format!("col{i}")).contains("2 features"));
+}
+
+#[test]
+fn stopping_again_is_a_second_change() {
+    let changes = feed(
+        200,
+        |i| if (60..120).contains(&i) { 10.0 } else { 0.0 },
+        |i| i >= 60,
+    );
+    let starts: Vec<i64> = changes.iter().map(|(_, c)| c.start_ms).collect();
+    assert_eq!(starts, [60_000, 120_000]);
+}
+
+#[test]
+fn ramps_bursts_and_unflagged_shifts_are_not_regimes() {
+    // A leak: the level grows by 0.5 per window from window 60.
+    let ramp = feed(
+        150,
+        |i| if i >= 60 { 0.5 * (i - 60) as f64 } else { 0.0 },
+        |i| i >= 60,
+    );
+    assert!(ramp.is_empty(), "{ramp:#?}");
+    // A 10-window burst.
+    let burst = feed(
+        150,
+        |i| if (60..70).contains(&i) { 10.0 } else { 0.0 },
+        |i| (60..70).contains(&i),
+    );
+    assert!(burst.is_empty(), "{burst:#?}");
+    // A shift the detectors do not flag is not reported here.
+    let quiet = feed(150, |i| if i >= 60 { 10.0 } else { 0.0 }, |_| false);
+    assert!(quiet.is_empty());
+    // A shift flagged in only half its windows is not persistent enough.
+    let half = feed(
+        150,
+        |i| if i >= 60 { 10.0 } else { 0.0 },
+        |i| i >= 60 && i % 2 == 0,
+    );
+    assert!(half.is_empty(), "{half:#?}");
+}
+
+#[test]
+fn constants_step_and_nan_is_ignored() {
+    let mut t = RegimeTracker::new(RegimeParams::default()).unwrap();
+    let mut found = None;
+    for i in 0..80 {
+        // Column 0 is constant 4, then constant 8 from window 40; column 1 is NaN.
+        let row = [if i >= 40 { 8.0 } else { 4.0 }, f64::NAN];
+        let w = RegimeWindow {
+            end_ms: i * 1000,
+            flagged: i >= 40,
+            row: &row,
+        };
+        if let Some(c) = t.observe(w) {
+            assert!(found.is_none(), "reported twice");
+            found = Some(c);
+        }
+    }
+    let c = found.unwrap();
+    assert_eq!(c.start_ms, 40_000);
+    // Scale: 1% of the old level 4 → z = 4 / 0.04 = 100.
+    assert!((c.columns[0].z - 100.0).abs() < 1e-9);
+    assert_eq!(t.len(), 80 - 40);
+}
+
+#[test]
+fn bad_params_are_refused() {
+    let d = RegimeParams::default();
+    for p in [
+        RegimeParams { history: 10, ..d },
+        RegimeParams { min_regime: 1, ..d },
+        RegimeParams { shift_z: 0.0, ..d },
+        RegimeParams {
+            min_flagged: 1.5,
+            ..d
+        },
+    ] {
+        assert!(RegimeTracker::new(p).is_err(), "{p:?}");
+    }
+}
