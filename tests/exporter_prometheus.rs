@@ -96,7 +96,15 @@ fn prometheus_scrapes_the_exporter_at_100ms() {
         .unwrap();
     assert_eq!(scraped, post);
 
-    // Samples about 100 ms apart: the raw samples of a counter over the last 2 s.
+    // Samples about 100 ms apart: 20 in a 2 s window (a scrape more or less at the edges,
+    // and some slack for a loaded machine), then the gaps between the raw samples.
+    let n2s = prom
+        .value("count_over_time(reveal_cpu_context_switches_total[2s])")
+        .unwrap();
+    assert!(
+        n2s.is_some_and(|n| (15.0..=21.0).contains(&n)),
+        "samples in 2 s: {n2s:?}"
+    );
     let m = prom
         .query_matrix("reveal_cpu_context_switches_total[2s]")
         .unwrap();
