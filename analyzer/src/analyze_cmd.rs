@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::ValueEnum;
 use reveal_analyzer::config::parse_duration;
+use reveal_analyzer::detect::DetectorsConfig;
 use reveal_analyzer::features::FeatureConfig;
 use reveal_analyzer::kinds::MetricSet;
 use reveal_analyzer::pipeline::{analyze, AnalyzeParams};
@@ -60,6 +61,10 @@ pub struct AnalyzeArgs {
     /// Seed of the randomized detectors.
     #[arg(long, default_value_t = 42)]
     seed: u64,
+    /// Use the paper's literal detector configuration (mean |z|, PCA to 95% variance,
+    /// Isolation Forest on all features) instead of the defaults.
+    #[arg(long)]
+    literal: bool,
 }
 
 fn ms(flag: &str, s: &str) -> anyhow::Result<i64> {
@@ -114,6 +119,7 @@ pub fn run(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
         window,
         features: FeatureConfig { adf: !args.no_adf },
         seed: args.seed,
+        detectors: args.literal.then(DetectorsConfig::literal),
         ..AnalyzeParams::default()
     };
     let analyses = analyze(&hosts, &params);

@@ -30,11 +30,11 @@ use std::collections::BTreeMap;
 use ndarray::{Array2, Axis};
 use serde::Serialize;
 
-use crate::detect::Detector;
+use crate::detect::{Detector, DetectorsConfig};
 use crate::episodes::{merge_episodes, Episode};
 use crate::features::{Extractor, Feature, FeatureConfig, FeatureMatrix};
 use crate::matrix::{HostMatrix, Kind, Subsystem};
-use crate::online::fit::fit;
+use crate::online::fit::{adapted, fit_with};
 use crate::online::tracker::severity;
 use crate::window::{plan_windows, SkipReason, WindowConfig};
 pub use claims::claim;
@@ -52,6 +52,9 @@ pub struct AnalyzeParams {
     pub min_windows: usize,
     /// Flagged windows at most this many ids apart join one episode.
     pub episode_gap: usize,
+    /// Detector parameters; `None`: the defaults, adapted to the baseline's size as the
+    /// online service adapts them ([`adapted`]).
+    pub detectors: Option<DetectorsConfig>,
 }
 
 impl Default for AnalyzeParams {
@@ -63,6 +66,7 @@ impl Default for AnalyzeParams {
             top_k: 5,
             min_windows: 30,
             episode_gap: 1,
+            detectors: None,
         }
     }
 }
@@ -203,7 +207,11 @@ pub fn analyze_host(m: &HostMatrix, p: &AnalyzeParams) -> HostAnalysis {
     let scored = fm.scored_columns();
     out.summary.feature_columns = scored.len();
     let x = fm.values.select(Axis(1), &scored);
-    let Some(fitted) = fit(x.view(), p.seed, 0) else {
+    let set = p
+        .detectors
+        .clone()
+        .unwrap_or_else(|| adapted(x.nrows(), x.ncols()));
+    let Some(fitted) = fit_with(x.view(), &set, p.seed, 0) else {
         out.notes
             .push("no detector could be fitted on this host's windows".to_string());
         return out;
