@@ -47,7 +47,11 @@ use crate::features::Feature;
 use crate::matrix::Subsystem;
 
 /// Settings of the cross-host test; see the module documentation for the reasoning.
-#[derive(Debug, Clone, Copy, PartialEq)]
+///
+/// Deserializes from the analyzer configuration (every key optional, unknown keys refused);
+/// call `check()` after loading.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct CrossHostParams {
     /// |robust z| above which a window deviates (Iglewicz & Hoaglin: 3.5).
     pub threshold: f64,
@@ -473,7 +477,7 @@ mod claim;
 mod offline;
 
 pub use claim::claim;
-pub use offline::{analyze, group_windows};
+pub use offline::{analyze, group_windows, GroupBuilder};
 
 #[cfg(test)]
 mod tests;

@@ -40,7 +40,11 @@ use std::collections::VecDeque;
 use serde::Serialize;
 
 /// Settings; see the module docs.
-#[derive(Debug, Clone, Copy, PartialEq)]
+///
+/// Deserializes from the analyzer configuration (every key optional, unknown keys refused);
+/// call `check()` after loading.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct RegimeParams {
     pub history: usize,
     pub min_reference: usize,

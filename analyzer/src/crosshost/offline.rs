@@ -7,8 +7,67 @@ use super::{
     ColumnKey, CrossHostParams, CrossHostTracker, GroupColumn, GroupWindow, HostDeviation,
     ParamError,
 };
-use crate::features::FeatureMatrix;
+use crate::features::{Feature, FeatureMatrix};
 use crate::matrix::Subsystem;
+
+/// Builds one [`GroupWindow`] from each host's values, for the online loop: every host adds
+/// its `(channel, feature, subsystem, value)` for the window ending at `end_ms` (static
+/// channels included), in any order; channel-features a host lacks are NaN for it.
+#[derive(Debug, Default)]
+pub struct GroupBuilder {
+    end_ms: i64,
+    hosts: Vec<String>,
+    index: HashMap<ColumnKey, usize>,
+    columns: Vec<GroupColumn>,
+}
+
+impl GroupBuilder {
+    pub fn new(end_ms: i64) -> GroupBuilder {
+        GroupBuilder {
+            end_ms,
+            ..GroupBuilder::default()
+        }
+    }
+
+    pub fn add_host<'a>(
+        &mut self,
+        host: &str,
+        values: impl IntoIterator<Item = (&'a str, Feature, Subsystem, f64)>,
+    ) {
+        let h = self.hosts.len();
+        self.hosts.push(host.to_string());
+        for c in &mut self.columns {
+            c.values.push(f64::NAN);
+        }
+        for (channel, feature, subsystem, v) in values {
+            let key = ColumnKey {
+                channel: channel.to_string(),
+                feature,
+            };
+            let i = match self.index.get(&key) {
+                Some(&i) => i,
+                None => {
+                    self.index.insert(key.clone(), self.columns.len());
+                    self.columns.push(GroupColumn {
+                        key,
+                        subsystem,
+                        values: vec![f64::NAN; h + 1],
+                    });
+                    self.columns.len() - 1
+                }
+            };
+            self.columns[i].values[h] = v;
+        }
+    }
+
+    pub fn build(self) -> GroupWindow {
+        GroupWindow {
+            end_ms: self.end_ms,
+            hosts: self.hosts,
+            columns: self.columns,
+        }
+    }
+}
 
 /// Lines up the windows of several hosts (their feature matrices, from one analysis) on the
 /// stride grid by window end, for [`CrossHostTracker::observe`]. Windows a host lacks leave

@@ -149,3 +149,32 @@ fn bad_params_are_refused() {
         assert!(CrossHostTracker::new(p).is_err(), "{p:?}");
     }
 }
+
+#[test]
+fn group_builder_lines_hosts_up_by_channel_feature() {
+    let mut b = GroupBuilder::new(5000);
+    b.add_host("a", [("m", Feature::Mean, Subsystem::Cpu, 1.0)]);
+    b.add_host(
+        "b",
+        [
+            ("n", Feature::Maximum, Subsystem::Memory, 7.0),
+            ("m", Feature::Mean, Subsystem::Cpu, 2.0),
+        ],
+    );
+    b.add_host("c", []);
+    let w = b.build();
+    assert_eq!(w.hosts, ["a", "b", "c"]);
+    assert_eq!(w.columns.len(), 2);
+    assert_eq!(w.columns[0].values[..2], [1.0, 2.0]);
+    assert!(w.columns[0].values[2].is_nan());
+    assert!(w.columns[1].values[0].is_nan() && w.columns[1].values[1] == 7.0);
+    assert_eq!(w.columns[1].values.len(), 3);
+}
+
+#[test]
+fn params_load_from_yaml_with_defaults() {
+    let p: CrossHostParams = serde_yaml::from_str("k: 8\nn: 10\n").unwrap();
+    assert_eq!((p.k, p.n, p.threshold), (8, 10, 3.5));
+    assert!(p.check().is_ok());
+    assert!(serde_yaml::from_str::<CrossHostParams>("treshold: 3").is_err());
+}
