@@ -241,3 +241,34 @@ pub fn wait_http_ready(addr: SocketAddr, path: &str, timeout: Duration) -> Resul
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn temp_dir_and_process_are_cleaned_up() {
+        let dir = TempDir::new("reveal-support-test");
+        let file = dir.write("a/b.txt", "x");
+        assert!(file.is_file());
+        let path = dir.path().to_path_buf();
+        drop(dir);
+        assert!(!path.exists(), "temp dir left behind");
+
+        let p = Proc::spawn("sleep", Command::new("sleep").arg("30"));
+        let pid = p.pid();
+        assert!(Path::new(&format!("/proc/{pid}")).exists());
+        drop(p);
+        // Killed and reaped: no process, not even a zombie, keeps the pid.
+        assert!(
+            !Path::new(&format!("/proc/{pid}")).exists(),
+            "child {pid} left behind"
+        );
+    }
+
+    #[test]
+    fn free_ports_are_bindable() {
+        let port = free_port();
+        assert!(TcpListener::bind(loopback(port)).is_ok());
+    }
+}
