@@ -12,6 +12,7 @@ DURATION=${DURATION:-60}
 NODE_EXPORTER=${NODE_EXPORTER:-/usr/bin/prometheus-node-exporter}
 [ -x "$NODE_EXPORTER" ] || { echo "missing $NODE_EXPORTER (Debian package prometheus-node-exporter)" >&2; exit 1; }
 
+echo "== command: INTERVAL=$INTERVAL DURATION=$DURATION REVEAL_BENCH_N=${REVEAL_BENCH_N:-2000} exporter/benches/scrape_vs_node_exporter.sh ($(git rev-parse --short HEAD 2>/dev/null || echo no-git))"
 echo "== host: $(uname -r), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) CPUs"
 echo "== node_exporter: $("$NODE_EXPORTER" --version 2>&1 | head -1)"
 echo "== (a) in-process renders"
