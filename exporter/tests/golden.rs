@@ -263,6 +263,9 @@ fn old_kernel_partition_lines_parse() {
 /// `--path.procfs` and `--path.sysfs`, prints exactly the golden exposition.
 #[test]
 fn binary_with_path_flags_matches_golden() {
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        return; // the golden files are being rewritten by the other tests right now
+    }
     for tree in ["numa-2socket", "vm-debian"] {
         let root = fixture(tree);
         let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_reveal-exporter"));
