@@ -29,6 +29,10 @@ pub enum Scaling {
 const MAD_TO_SIGMA: f64 = 1.482_602_218_505_602;
 /// √(π/2): makes the mean absolute deviation a consistent estimate of σ.
 const MEAN_AD_TO_SIGMA: f64 = 1.253_314_137_315_500_3;
+/// Largest |z| a value is given. A deviation of a million baseline spreads
+/// says no more than one of a thousand, and the cap keeps the detectors'
+/// sums of squares over thousands of features finite.
+pub const Z_CAP: f64 = 1e6;
 /// A spread below this fraction of a column's magnitude is rounding noise.
 const RELATIVE_NOISE: f64 = 1e-12;
 
@@ -99,16 +103,17 @@ impl Scaler {
     }
 
     /// z of used column `k` (an index into [`Scaler::used`]) for raw value `v`;
-    /// non-finite values give 0 (the baseline centre).
+    /// non-finite values give 0 (the baseline centre), and |z| is capped at
+    /// [`Z_CAP`].
     #[inline]
     pub fn z(&self, k: usize, v: f64) -> f64 {
         if v.is_finite() {
             let z = (v - self.center[k]) / self.scale[k];
             // A finite value can still overflow after scaling (1e308 / 1e-3).
             if z.is_finite() {
-                z
+                z.clamp(-Z_CAP, Z_CAP)
             } else {
-                f64::MAX.copysign(z) * 1e-8
+                Z_CAP.copysign(z)
             }
         } else {
             0.0

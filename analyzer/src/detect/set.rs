@@ -108,7 +108,15 @@ mod tests {
         for i in (0..120).step_by(7) {
             x[[i, 4]] = f64::INFINITY; // sporadic junk
         }
-        let garbage = ndarray::arr1(&[f64::NAN, f64::INFINITY, -1e308, 0.0, f64::NAN, 5.0, 1e-300]);
+        let garbage = ndarray::arr1(&[
+            -1e308,
+            f64::INFINITY,
+            f64::NAN,
+            0.0,
+            f64::NAN,
+            1e308,
+            1e-300,
+        ]);
         for config in [DetectorsConfig::literal(), DetectorsConfig::default()] {
             for d in config.fit(x.view()).unwrap() {
                 assert!(
