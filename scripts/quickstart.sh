@@ -37,7 +37,14 @@ CMD=up
 if [ -t 1 ]; then B=$'\e[1m'; R=$'\e[31m'; G=$'\e[32m'; Y=$'\e[33m'; D=$'\e[2m'; N=$'\e[0m'
 else B=; R=; G=; Y=; D=; N=; fi
 say() { printf '%s\n' "${B}reveal${N} $*"; }
-die() { printf '%s\n' "${R}reveal: $*${N}" >&2; exit 1; }
+STARTED=0
+# Fails with a message; once services were started, stops them first (detached or not), so a
+# failed start leaves nothing running.
+die() {
+  printf '%s\n' "${R}reveal: $*${N}" >&2
+  if [ "$STARTED" = 1 ]; then stop_all; fi
+  exit 1
+}
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -73,7 +80,7 @@ track() { echo "$1 $2 $3" >>"$PIDS"; }
 
 # Whether pid $1 is still the process we started, its command line matching $2 (pids get
 # reused after a reboot).
-ours() { [ -r "/proc/$1/cmdline" ] && tr '\0' ' ' <"/proc/$1/cmdline" | grep -qF -- "$2"; }
+ours() { [ -r "/proc/$1/cmdline" ] && tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -qF -- "$2"; }
 
 stop_all() {
   [ -f "$PIDS" ] || return 0
@@ -159,6 +166,7 @@ if [ -f "$PIDS" ]; then
   stop_all
 fi
 : >"$PIDS"
+STARTED=1
 if [ "$DETACH" = 0 ]; then
   trap 'printf "\n"; say "stopping everything"; stop_all; say "stopped (state kept in $STATE)"; exit 0' INT TERM
 fi
@@ -272,8 +280,9 @@ if [ "$ANALYZER" = 1 ]; then
   # windows lag behind (a loaded host, a late first scrape).
   deadline=$((SECONDS + 3 * W + 120))
   while :; do
-    warming="$(analyzer_metric reveal_analyzer_warming_up)"
-    [ "$warming" = 0 ] && break
+    # Done once the first baseline is fitted (the warm-up gauge reads 0 before it starts).
+    fits="$(analyzer_metric reveal_analyzer_fits_total)"
+    [ "${fits:-0}" != 0 ] && break
     if [ "$SECONDS" -ge "$deadline" ]; then
       say "${Y}the analyzer is still warming up after $((3 * W + 120))s; following anyway${N}"
       break
@@ -313,16 +322,47 @@ fault() {
 alerts() {
   http_get "$ALERTMANAGER_PORT" '/api/v2/alerts?active=true&silenced=false&inhibited=false' |
     sed 's/},{"annotations"/}\n{"annotations"/g' |
-    while IFS= read -r a; do
-      f() { printf '%s' "$a" | grep -o "\"$1\":\"[^\"]*\"" | head -n1 | cut -d'"' -f4; }
+    while IFS= read -r a || [ -n "$a" ]; do
+      # The value of a string field, JSON escapes (\") kept intact and then undone.
+      f() {
+        printf '%s' "$a" | grep -o "\"$1\":\"\\([^\"\\\\]\\|\\\\.\\)*\"" | head -n1 |
+          sed 's/^"[^"]*":"//; s/"$//; s/\\"/"/g'
+      }
       [ -n "$(f alertname)" ] || continue
       printf '%s|%s|%s|%s|%s|%s|%s\n' "$(f fingerprint)" "$(f startsAt | cut -c12-19)" \
         "$(f alertname)" "$(f severity)" "$(f instance)" "$(f subsystem)" "$(f summary)"
     done
 }
+# Flagged windows from the analyzer's report (reports/windows.jsonl, one JSON object a line),
+# from line $1 on: "FLAGGED time detectors (agreement/3) top-subsystem share: claim".
+flagged() {
+  local f="$STATE/reports/windows.jsonl"
+  [ -f "$f" ] || return 0
+  tail -n +"$1" "$f" | while IFS= read -r w || [ -n "$w" ]; do
+    local ms agree dets sub claim
+    ms="$(printf '%s' "$w" | grep -o '"end_ms":[0-9]*' | cut -d: -f2)"
+    agree="$(printf '%s' "$w" | grep -o '"agreement":[0-9]*' | cut -d: -f2)"
+    dets="$(printf '%s' "$w" | grep -o '"detectors":\[[^]]*\]' | cut -d: -f2 | tr -d '[]"' | tr , +)"
+    sub="$(printf '%s' "$w" | grep -o '"subsystems":\[\(\[[^]]*\],\{0,1\}\)*\]' |
+      grep -o '\["[a-z]*",[0-9.e+-]*\]' | tr -d '[]"' |
+      sort -t, -k2 -g | tail -n1 | awk -F, '{printf "%s %d%%", $1, $2 * 100}')"
+    claim="$(printf '%s' "$w" | sed -n 's/.*"summary":"\(\([^"\\]\|\\.\)*\)".*/\1/p' | sed 's/\\"/"/g')"
+    printf '%s\n' "${Y}FLAGGED${N}  $(date -d "@$((ms / 1000))" +%T 2>/dev/null) ${dets:-?} (${agree:-?}/3) ${B}${sub}${N}: ${claim:0:160}"
+  done
+}
+SEEN=0
+[ -f "$STATE/reports/windows.jsonl" ] && SEEN="$(wc -l <"$STATE/reports/windows.jsonl")"
 declare -A OPEN=()
-say "following alerts (Ctrl-C stops everything)"
+say "following flagged windows and alerts (Ctrl-C stops everything)"
 while :; do
+  if [ -f "$STATE/reports/windows.jsonl" ]; then
+    total="$(wc -l <"$STATE/reports/windows.jsonl")"
+    if [ "$total" -gt "$SEEN" ]; then
+      [ -t 1 ] && printf '\r\e[K'
+      flagged $((SEEN + 1)) | head -n "$((total - SEEN))"
+      SEEN="$total"
+    fi
+  fi
   declare -A NOW=()
   while IFS='|' read -r fp start name sev inst sub summary; do
     [ -n "$fp" ] || continue

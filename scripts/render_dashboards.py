@@ -113,7 +113,7 @@ def spans(prom, dashboard, instance, start, end, step, minutes):
     return out
 
 
-def no_data(ax, why="no data on this host"):
+def no_data(ax, why="no data in this run"):
     ax.text(0.5, 0.5, why, ha="center", va="center", transform=ax.transAxes, color="gray", fontsize=8)
     ax.set_xticks([])
     ax.set_yticks([])
@@ -152,6 +152,7 @@ def draw_timeseries(ax, prom, panel, instance, start, end, step, minutes, shade)
     if n == 0:
         no_data(ax)
         return
+    ax.set_xlim(*as_dates([start, end]))
     if custom.get("thresholdsStyle", {}).get("mode", "off") != "off":
         for st in d.get("thresholds", {}).get("steps", []):
             if st.get("value") is not None:
@@ -163,7 +164,7 @@ def draw_timeseries(ax, prom, panel, instance, start, end, step, minutes, shade)
     if "max" in d:
         ax.set_ylim(top=d["max"] * factor * 1.05)
     ax.set_ylabel(label, fontsize=7)
-    ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M"))
+    ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M:%S"))
     ax.tick_params(labelsize=6)
     ax.legend(fontsize=5, loc="upper left", ncol=2, framealpha=0.6)
 
@@ -174,7 +175,7 @@ def draw_instant(ax, prom, panel, instance, at, minutes, kind):
     for s in prom.instant(substitute(t["expr"], instance, minutes), at):
         rows.append((legend(t.get("legendFormat", ""), s["metric"], t["expr"]), float(s["value"][1]), s["metric"]))
     if not rows:
-        no_data(ax)
+        no_data(ax, "none firing" if "ALERTS" in t["expr"] else "no data in this run")
         return
     if kind == "bargauge":
         rows.sort(key=lambda r: r[1])
@@ -243,7 +244,7 @@ def draw_heatmap(ax, prom, panel, instance, start, end, step, minutes):
     ax.set_yticks([i + 0.5 for i in range(len(names))])
     ax.set_yticklabels(names, fontsize=6)
     ax.xaxis_date()
-    ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M"))
+    ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M:%S"))
     ax.tick_params(labelsize=6)
     plt.colorbar(im, ax=ax, fraction=0.02, pad=0.01)
 
@@ -257,8 +258,10 @@ def render(path, prom, am, minutes, out):
     panels = [p for p in d["panels"] if p["type"] != "row"]
     rows = [p for p in d["panels"] if p["type"] == "row"]
     height = max(p["gridPos"]["y"] + p["gridPos"]["h"] for p in d["panels"])
-    fig = plt.figure(figsize=(18, height * 0.42 + 1))
-    gs = GridSpec(height, 24, figure=fig, hspace=2.5, wspace=1.2)
+    fig_h = height * 0.42 + 1
+    fig = plt.figure(figsize=(18, fig_h))
+    gs = GridSpec(height, 24, figure=fig, hspace=2.5, wspace=1.2, top=1 - 0.7 / fig_h, bottom=0.01, left=0.04,
+                  right=0.99)
     shade = spans(prom, d, instance, start, end, step, minutes)
     for r in rows:
         y = r["gridPos"]["y"]
@@ -279,7 +282,7 @@ def render(path, prom, am, minutes, out):
         else:
             draw_instant(ax, prom, p, instance, end, minutes, kind)
     subtitle = f"{instance or 'all hosts'} · last {minutes} min · {time.strftime('%Y-%m-%d %H:%M', time.localtime(end))}"
-    fig.suptitle(f"{d['title']}   ({subtitle})", fontsize=13, x=0.01, ha="left", y=0.999)
+    fig.suptitle(f"{d['title']}   ({subtitle})", fontsize=13, x=0.01, ha="left", y=1 - 0.15 / fig_h)
     target = out / f"{d['uid']}.png"
     fig.savefig(target, dpi=80, bbox_inches="tight")
     plt.close(fig)

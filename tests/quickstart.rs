@@ -168,7 +168,7 @@ fn detached_start_serves_the_stack_and_down_stops_it() {
 #[test]
 fn ctrl_c_on_a_foreground_run_stops_everything() {
     let Some(run) = Run::new() else { return };
-    let mut proc = Proc::spawn("quickstart", &mut run.command(&["up", "--warmup", "1s"]));
+    let mut proc = Proc::spawn("quickstart", &mut run.command(&["up", "--warmup", "5s"]));
     // Ready when its Prometheus answers (the build step comes first).
     proc.wait_http_ready(
         loopback(run.prometheus),
