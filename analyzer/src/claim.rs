@@ -426,4 +426,13 @@ mod tests {
         }
         assert_eq!(parse_channel("m{a=\"x\\\"y\",b=\"2\"}").1.len(), 2);
     }
+
+    proptest::proptest! {
+        #[test]
+        fn any_channel_text_is_described_without_panic(s in "\\PC*", f in "\\PC*", z in proptest::num::f64::ANY) {
+            let _ = claim(&s, &f, z);
+            let (name, labels) = parse_channel(&s);
+            proptest::prop_assert!(s.contains(name) || labels.is_empty());
+        }
+    }
 }
