@@ -121,6 +121,15 @@ impl Run {
     }
 }
 
+/// Runs `quickstart.sh down` when dropped, so a failing assertion leaves nothing running.
+struct Down<'a>(&'a Run);
+
+impl Drop for Down<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.command(&["down"]).output();
+    }
+}
+
 #[test]
 fn detached_start_serves_the_stack_and_down_stops_it() {
     let Some(run) = Run::new() else { return };
@@ -138,13 +147,6 @@ fn detached_start_serves_the_stack_and_down_stops_it() {
         panic!("quick start failed:\n{text}");
     }
     eprintln!("{text}");
-    // Stop it whatever happens below.
-    struct Down<'a>(&'a Run);
-    impl Drop for Down<'_> {
-        fn drop(&mut self) {
-            let _ = self.0.command(&["down"]).output();
-        }
-    }
     let _down = Down(&run);
     assert_eq!(
         run.listening(),
@@ -168,6 +170,7 @@ fn detached_start_serves_the_stack_and_down_stops_it() {
 #[test]
 fn ctrl_c_on_a_foreground_run_stops_everything() {
     let Some(run) = Run::new() else { return };
+    let _down = Down(&run);
     let mut proc = Proc::spawn("quickstart", &mut run.command(&["up", "--warmup", "5s"]));
     // Ready when its Prometheus answers (the build step comes first).
     proc.wait_http_ready(
