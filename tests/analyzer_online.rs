@@ -8,6 +8,11 @@
 //! Reported on stderr: the time from the start of the burst to the alert at Alertmanager, and
 //! the analyzer's CPU time per host per second of telemetry.
 //!
+//! The disk sees a little background I/O through the whole test (1 MiB every 2 s), as a
+//! host's disk does: the detectors leave out a feature that is exactly constant over the
+//! whole baseline (`detect::ColumnStatus::Constant`), so on a disk never written to during
+//! the baseline, a burst would go unseen by design.
+//!
 //! The metric set is CPU and storage channels only: a write burst also moves the kernel's
 //! page-out counters (memory subsystem), and this test checks the storage path, not which of
 //! two truthful attributions wins.
@@ -99,6 +104,9 @@ fn write_burst_becomes_a_storage_alert_and_resolves() {
     let prom = Prometheus::scraping(std::slice::from_ref(&target), "100ms").start();
     let hook = Recorder::start();
     let am = Alertmanager::with_webhook(&format!("{}/hook", hook.url()));
+    let scratch = TempDir::new("reveal-burst");
+    let quiet = Arc::new(AtomicBool::new(false));
+    let background = background_io(scratch.path().to_path_buf(), quiet.clone());
     let an = Analyzer::start(&config(&prom.url(), &am.url()));
 
     // Prometheus has no history yet: the analyzer warms up in real time, and says so.
@@ -127,7 +135,6 @@ fn write_burst_becomes_a_storage_alert_and_resolves() {
         Instant::now(),
     );
 
-    let scratch = TempDir::new("reveal-burst");
     let stop = Arc::new(AtomicBool::new(false));
     let fault_start = Instant::now();
     let burst = write_burst(
@@ -225,5 +232,35 @@ fn write_burst_becomes_a_storage_alert_and_resolves() {
         );
         assert!(telemetry_s > 0.0);
     }
+    quiet.store(true, Ordering::Relaxed);
+    background.join().unwrap();
     drop(exporter);
+}
+
+/// 1 MiB with O_DIRECT every 2 s until `stop` (at most 5 minutes).
+fn background_io(dir: std::path::PathBuf, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let file = dir.join("background");
+        let start = Instant::now();
+        while !stop.load(Ordering::Relaxed) && start.elapsed() < Duration::from_secs(300) {
+            let _ = Command::new("dd")
+                .args([
+                    "if=/dev/zero",
+                    "bs=1M",
+                    "count=1",
+                    "oflag=direct",
+                    "conv=notrunc",
+                ])
+                .arg(format!("of={}", file.display()))
+                .stderr(std::process::Stdio::null())
+                .status();
+            for _ in 0..20 {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+        let _ = std::fs::remove_file(&file);
+    })
 }

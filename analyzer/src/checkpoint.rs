@@ -24,8 +24,15 @@ pub struct OpenEpisode {
     /// End of the last flagged window.
     pub last_flagged_ms: i64,
     pub peak_agreement: u32,
-    /// Subsystem the alert names (fixed for the episode's life: it is an alert label).
+    /// The heaviest subsystem.
     pub subsystem: String,
+    /// Subsystems alerted on, one alert each (fixed for the episode's life: the subsystem is
+    /// an alert label).
+    #[serde(default)]
+    pub subsystems: Vec<String>,
+    /// The strongest claim per alerted subsystem (the alert's summary).
+    #[serde(default)]
+    pub claims: std::collections::BTreeMap<String, String>,
     pub severity: String,
     pub summary: String,
     pub description: String,
@@ -162,6 +169,8 @@ mod tests {
             last_flagged_ms: 1_700_000_003_000,
             peak_agreement: 2,
             subsystem: "cpu".into(),
+            subsystems: vec!["cpu".into()],
+            claims: Default::default(),
             severity: "warning".into(),
             summary: "s".into(),
             description: "d".into(),

@@ -45,6 +45,8 @@ pub struct WindowScore {
     /// The top claim and all claims, in plain language.
     pub summary: String,
     pub description: String,
+    /// (subsystem, its strongest claim), strongest subsystem first.
+    pub claims: Vec<(String, String)>,
 }
 
 impl WindowScore {
@@ -57,6 +59,7 @@ impl WindowScore {
             subsystems: self.subsystems.clone(),
             summary: self.summary.clone(),
             description: self.description.clone(),
+            claims: self.claims.clone(),
         }
     }
 }

@@ -176,7 +176,7 @@ impl Service {
         if let Some(tx) = alerts.as_mut() {
             // Same key and labels as before the restart: Alertmanager sees the same alert.
             for ep in &checkpoint.open_episodes {
-                tx.upsert(&ep.id, finding(ep), SystemTime::now());
+                upsert_alerts(tx, ep, SystemTime::now());
             }
         }
         let reports = match &config.outputs.reports_dir {
@@ -400,12 +400,12 @@ impl Service {
                 self.metrics.episodes_opened.inc();
                 tracing::info!(episode = %ep.id, subsystem = %ep.subsystem, severity = %ep.severity, summary = %ep.summary, "episode opened");
                 if let Some(tx) = self.alerts.as_mut() {
-                    tx.upsert(&ep.id, finding(&ep), now);
+                    upsert_alerts(tx, &ep, now);
                 }
             }
             Event::Extended(ep) => {
                 if let Some(tx) = self.alerts.as_mut() {
-                    tx.upsert(&ep.id, finding(&ep), now);
+                    upsert_alerts(tx, &ep, now);
                 }
             }
             Event::Closed(ep) => {
@@ -414,7 +414,9 @@ impl Service {
                     r.episode(&ep);
                 }
                 if let Some(tx) = self.alerts.as_mut() {
-                    tx.resolve(&ep.id, at(ep.last_flagged_ms));
+                    for sub in alerted(&ep) {
+                        tx.resolve(&alert_key(&ep, sub), at(ep.last_flagged_ms));
+                    }
                 }
             }
         }
@@ -483,17 +485,42 @@ fn set_counter(c: &prometheus_client::metrics::counter::Counter, total: u64) {
     }
 }
 
-fn finding(ep: &OpenEpisode) -> Finding {
+/// The subsystems an episode alerts on (checkpoints from before per-subsystem alerts hold
+/// only the heaviest).
+fn alerted(ep: &OpenEpisode) -> Vec<&str> {
+    if ep.subsystems.is_empty() {
+        vec![ep.subsystem.as_str()]
+    } else {
+        ep.subsystems.iter().map(String::as_str).collect()
+    }
+}
+
+fn alert_key(ep: &OpenEpisode, subsystem: &str) -> String {
+    format!("{}/{subsystem}", ep.id)
+}
+
+/// One alert per alerted subsystem of the episode.
+fn upsert_alerts(tx: &mut AlertSender, ep: &OpenEpisode, now: SystemTime) {
+    for sub in alerted(ep) {
+        tx.upsert(&alert_key(ep, sub), finding(ep, sub), now);
+    }
+}
+
+fn finding(ep: &OpenEpisode, subsystem: &str) -> Finding {
     Finding {
         alertname: "RevealAnomaly",
         instance: ep.instance.clone(),
-        subsystem: ep.subsystem.clone(),
+        subsystem: subsystem.to_string(),
         severity: match ep.severity.as_str() {
             "critical" => "critical",
             "warning" => "warning",
             _ => "info",
         },
-        summary: ep.summary.clone(),
+        summary: ep
+            .claims
+            .get(subsystem)
+            .cloned()
+            .unwrap_or_else(|| ep.summary.clone()),
         description: ep.description.clone(),
         detectors: ep.detectors.clone(),
         start: at(ep.start_ms),

@@ -364,11 +364,22 @@ fn score_window(host: &str, end_ms: i64, row: &[f64], f: &Fitted, layout: &[Col]
         })
         .collect();
     pairs.sort_by(|a, b| b.1.total_cmp(&a.1));
-    let claims: Vec<String> = pairs
+    let ranked: Vec<(String, String)> = pairs
         .iter()
-        .take(TOP_K)
-        .filter_map(|(j, _, z)| layout.get(*j).map(|c| claim(c, *z)))
+        .filter_map(|(j, _, z)| {
+            layout
+                .get(*j)
+                .map(|c| (c.subsystem.as_str().to_string(), claim(c, *z)))
+        })
         .collect();
+    let claims: Vec<String> = ranked.iter().take(TOP_K).map(|(_, c)| c.clone()).collect();
+    // The strongest claim of each subsystem, for alerts that name one subsystem each.
+    let mut by_subsystem: Vec<(String, String)> = Vec::new();
+    for (sub, c) in ranked {
+        if !by_subsystem.iter().any(|(s, _)| *s == sub) {
+            by_subsystem.push((sub, c));
+        }
+    }
     WindowScore {
         host: host.to_string(),
         end_ms,
@@ -378,6 +389,7 @@ fn score_window(host: &str, end_ms: i64, row: &[f64], f: &Fitted, layout: &[Col]
         subsystems,
         summary: claims.first().cloned().unwrap_or_default(),
         description: claims.join("; "),
+        claims: by_subsystem,
     }
 }
 

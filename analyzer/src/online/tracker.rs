@@ -33,6 +33,8 @@ pub struct Verdict {
     /// The top claim, and the evidence behind it.
     pub summary: String,
     pub description: String,
+    /// (subsystem, its strongest claim), strongest subsystem first.
+    pub claims: Vec<(String, String)>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -50,6 +52,10 @@ struct HostState {
     open: Option<OpenEpisode>,
     quiet: u32,
 }
+
+/// Share of an episode's attribution (over its opening windows) from which a subsystem gets
+/// an alert of its own; the heaviest subsystem always does.
+pub const ALERT_SHARE: f64 = 0.25;
 
 /// Severity label from agreement: one detector is `info`, two `warning`, three `critical`.
 pub fn severity(agreement: u32) -> &'static str {
@@ -104,6 +110,11 @@ impl Tracker {
                     ep.summary = v.summary;
                     ep.description = v.description;
                     ep.detectors = v.detectors.join(",");
+                    for (sub, claim) in v.claims {
+                        if ep.subsystems.contains(&sub) {
+                            ep.claims.insert(sub, claim);
+                        }
+                    }
                 }
                 return Some(Event::Extended(ep.clone()));
             }
@@ -146,11 +157,29 @@ fn open_episode(windows: &[Verdict], window_ms: i64) -> OpenEpisode {
             }
         }
     }
-    let subsystem = weight
+    // Every subsystem with a substantial share gets its own alert (a write burst is a storage
+    // finding and, through I/O wait, a CPU one); the heaviest comes first.
+    let total: f64 = weight.values().sum();
+    let mut ranked: Vec<(&str, f64)> = weight.into_iter().filter(|(_, w)| *w > 0.0).collect();
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let subsystems: Vec<String> = ranked
         .iter()
-        .max_by(|a, b| a.1.total_cmp(b.1))
-        .map_or("other", |(s, _)| *s)
-        .to_string();
+        .enumerate()
+        .filter(|(i, (_, w))| *i == 0 || *w >= ALERT_SHARE * total)
+        .map(|(_, (s, _))| s.to_string())
+        .collect();
+    let subsystem = subsystems
+        .first()
+        .cloned()
+        .unwrap_or_else(|| "other".to_string());
+    let mut claims = BTreeMap::new();
+    for w in windows.iter().rev() {
+        for (sub, claim) in &w.claims {
+            if subsystems.contains(sub) && !claims.contains_key(sub) {
+                claims.insert(sub.clone(), claim.clone());
+            }
+        }
+    }
     let start_ms = first.end_ms - window_ms;
     OpenEpisode {
         id: format!("{}@{start_ms}", first.instance),
@@ -159,6 +188,8 @@ fn open_episode(windows: &[Verdict], window_ms: i64) -> OpenEpisode {
         last_flagged_ms: last.end_ms,
         peak_agreement: best.agreement,
         subsystem,
+        subsystems,
+        claims,
         severity: severity(best.agreement).to_string(),
         summary: best.summary.clone(),
         description: best.description.clone(),
@@ -189,6 +220,7 @@ mod tests {
             subsystems: vec![(sub.into(), 1.0)],
             summary: format!("claim {end_s}"),
             description: String::new(),
+            claims: vec![(sub.into(), format!("{sub} claim {end_s}"))],
         }
     }
 
@@ -269,7 +301,11 @@ mod tests {
         b.subsystems = vec![("cpu".into(), 0.1), ("storage".into(), 0.9)];
         t.observe(a);
         match t.observe(b) {
-            Some(Event::Opened(ep)) => assert_eq!(ep.subsystem, "storage"),
+            Some(Event::Opened(ep)) => {
+                assert_eq!(ep.subsystem, "storage");
+                // cpu holds 0.5 of 2.0 (25%): it is alerted on too, storage first.
+                assert_eq!(ep.subsystems, ["storage", "cpu"]);
+            }
             other => panic!("{other:?}"),
         }
     }
