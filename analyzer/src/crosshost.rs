@@ -240,6 +240,15 @@ pub fn compare_column(values: &[f64], ratio: bool, p: &CrossHostParams) -> Vec<C
         // Every host has the same value (or the spread overflows): nothing to say.
         return out;
     }
+    // The value every host but one shares, if that is so: then only a host with a different
+    // value (the lone minimum or maximum) has "identical others".
+    let shared = if sorted[0] == sorted[n - 2] {
+        Some(sorted[0])
+    } else if sorted[1] == sorted[n - 1] {
+        Some(sorted[1])
+    } else {
+        None
+    };
     for &(host, x) in &present {
         if !material(x, med) {
             continue;
@@ -248,16 +257,7 @@ pub fn compare_column(values: &[f64], ratio: bool, p: &CrossHostParams) -> Vec<C
         let mut strength = z.abs() / p.threshold;
         let mut method = Method::RobustZ;
         // All others identical: a configuration difference (see the module docs).
-        let others_identical = {
-            let mut others = present.iter().filter(|(h, _)| *h != host).map(|x| x.1);
-            let first = others.next();
-            first.is_some_and(|f| others.all(|o| o == f))
-        };
-        if others_identical && strength <= 1.0 {
-            let other = present
-                .iter()
-                .find(|(h, _)| *h != host)
-                .map_or(med, |x| x.1);
+        if let Some(other) = shared.filter(|&v| v != x && strength <= 1.0) {
             strength = 1.0 + (x - other).abs() / x.abs().max(other.abs());
             method = Method::IdenticalOthers;
         }
@@ -334,7 +334,7 @@ pub struct CrossHostTracker {
     params: CrossHostParams,
     seq: u64,
     /// (host, channel-feature) → strengths ≥ 0.5 in the last n windows, oldest first.
-    hits: HashMap<(String, ColumnKey), VecDeque<Hit>>,
+    hits: HashMap<ColumnKey, HashMap<String, VecDeque<Hit>>>,
     /// Hosts and subsystems seen in the last n windows, with the last window they were in.
     seen: BTreeMap<(String, Subsystem), u64>,
     /// When an open finding became persistent.
@@ -362,72 +362,120 @@ impl CrossHostTracker {
         self.seq += 1;
         let seq = self.seq;
         let oldest = seq.saturating_sub(p.n as u64 - 1);
-        let mut present = std::collections::BTreeSet::new();
+        // Host × subsystem seen in this window (a flat table: this runs per cell).
+        let subs = Subsystem::ALL.len();
+        let mut present = vec![false; w.hosts.len() * subs];
         for col in &w.columns {
+            let si = Subsystem::ALL
+                .iter()
+                .position(|s| *s == col.subsystem)
+                .unwrap_or(0);
             for (h, _) in col.values.iter().enumerate().filter(|(_, v)| v.is_finite()) {
-                present.insert((h, col.subsystem));
+                present[h * subs + si] = true;
             }
             for cmp in compare_column(&col.values, ratio_scale(col.key.feature), &p) {
                 if cmp.strength < KEEP_STRENGTH {
                     continue;
                 }
-                let key = (w.hosts[cmp.host].clone(), col.key.clone());
-                self.hits.entry(key).or_default().push_back(Hit {
-                    seq,
-                    strength: cmp.strength,
-                    cmp,
-                    subsystem: col.subsystem,
-                });
+                // Keys are cloned only the first time they are stored.
+                if !self.hits.contains_key(&col.key) {
+                    self.hits.insert(col.key.clone(), HashMap::new());
+                }
+                let by_host = self.hits.get_mut(&col.key).expect("inserted above");
+                let host = &w.hosts[cmp.host];
+                if !by_host.contains_key(host) {
+                    by_host.insert(host.clone(), VecDeque::new());
+                }
+                by_host
+                    .get_mut(host)
+                    .expect("inserted above")
+                    .push_back(Hit {
+                        seq,
+                        strength: cmp.strength,
+                        cmp,
+                        subsystem: col.subsystem,
+                    });
             }
         }
-        for (h, sub) in present {
-            self.seen.insert((w.hosts[h].clone(), sub), seq);
+        for (i, _) in present.iter().enumerate().filter(|(_, p)| **p) {
+            self.seen
+                .insert((w.hosts[i / subs].clone(), Subsystem::ALL[i % subs]), seq);
         }
         self.seen.retain(|_, s| *s >= oldest);
-        self.hits.retain(|_, q| {
-            while q.front().is_some_and(|h| h.seq < oldest) {
-                q.pop_front();
-            }
-            !q.is_empty()
+        self.hits.retain(|_, by_host| {
+            by_host.retain(|_, q| {
+                while q.front().is_some_and(|h| h.seq < oldest) {
+                    q.pop_front();
+                }
+                !q.is_empty()
+            });
+            !by_host.is_empty()
         });
-        // Per host and subsystem: each channel-feature's k-th largest strength.
-        let mut best: BTreeMap<(String, Subsystem), Vec<DeviationEvidence>> = BTreeMap::new();
-        let mut scores: BTreeMap<(String, Subsystem), f64> =
-            self.seen.keys().map(|k| (k.clone(), 0.0)).collect();
+        // Per host and subsystem: each channel-feature's k-th largest strength; evidence is
+        // written out only for the strongest few of each open finding.
+        let mut scores: BTreeMap<(&str, Subsystem), f64> = self
+            .seen
+            .keys()
+            .map(|(h, sub)| ((h.as_str(), *sub), 0.0))
+            .collect();
+        type Candidate<'a> = (f64, &'a ColumnKey, &'a Hit, usize);
+        let mut open: BTreeMap<(&str, Subsystem), Vec<Candidate>> = BTreeMap::new();
         let mut buf = Vec::new();
-        for ((host, key), q) in &self.hits {
+        for (key, host, q) in self
+            .hits
+            .iter()
+            .flat_map(|(k, by_host)| by_host.iter().map(move |(h, q)| (k, h, q)))
+        {
             if q.len() < p.k {
                 continue;
             }
             buf.clear();
             buf.extend(q.iter().map(|h| h.strength));
-            buf.sort_by(|a, b| b.total_cmp(a));
-            let kth = buf[p.k - 1];
+            let (_, kth, _) = buf.select_nth_unstable_by(p.k - 1, |a, b| b.total_cmp(a));
+            let kth = *kth;
             let last = q.back().expect("retained queues are not empty");
-            let slot = (host.clone(), last.subsystem);
-            let s = scores.entry(slot.clone()).or_insert(0.0);
+            let slot = (host.as_str(), last.subsystem);
+            let s = scores.entry(slot).or_insert(0.0);
             *s = s.max(kth);
             if kth > 1.0 {
                 let windows = q.iter().filter(|h| h.strength > 1.0).count();
-                best.entry(slot)
+                open.entry(slot)
                     .or_default()
-                    .push(evidence(host, key, last, windows, &w.hosts));
+                    .push((last.strength, key, last, windows));
             }
         }
-        let mut findings = Vec::new();
-        for ((host, subsystem), mut ev) in best {
-            ev.sort_by(|a, b| {
-                b.strength
-                    .total_cmp(&a.strength)
-                    .then_with(|| a.channel.cmp(&b.channel))
+        let mut best: BTreeMap<(String, Subsystem), Vec<DeviationEvidence>> = BTreeMap::new();
+        for ((host, sub), mut cands) in open {
+            cands.sort_by(|a, b| {
+                b.0.total_cmp(&a.0)
+                    .then_with(|| a.1.channel.cmp(&b.1.channel))
+                    .then_with(|| a.1.feature.suffix().cmp(b.1.feature.suffix()))
             });
-            ev.truncate(p.top_evidence);
+            cands.truncate(p.top_evidence);
+            let ev = cands
+                .into_iter()
+                .map(|(_, key, hit, windows)| evidence(host, key, hit, windows, &w.hosts))
+                .collect();
+            best.insert((host.to_string(), sub), ev);
+        }
+        let scores: Vec<(String, Subsystem, f64)> = scores
+            .into_iter()
+            .map(|((h, sub), v)| (h.to_string(), sub, v))
+            .collect();
+        let score_of = |h: &str, sub: Subsystem| {
+            scores
+                .iter()
+                .find(|x| x.0 == h && x.1 == sub)
+                .map_or(0.0, |x| x.2)
+        };
+        let mut findings = Vec::new();
+        for ((host, subsystem), ev) in best {
             let since = *self
                 .open_since
                 .entry((host.clone(), subsystem))
                 .or_insert(w.end_ms);
             findings.push(HostDeviation {
-                score: scores[&(host.clone(), subsystem)],
+                score: score_of(&host, subsystem),
                 summary: ev[0].claim.clone(),
                 host,
                 subsystem,
@@ -438,10 +486,7 @@ impl CrossHostTracker {
         }
         self.open_since
             .retain(|k, _| findings.iter().any(|f| f.host == k.0 && f.subsystem == k.1));
-        CrossHostUpdate {
-            scores: scores.into_iter().map(|((h, s), v)| (h, s, v)).collect(),
-            findings,
-        }
+        CrossHostUpdate { scores, findings }
     }
 }
 

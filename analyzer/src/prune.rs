@@ -48,6 +48,9 @@ use crate::matrix::{HostMatrix, Kind};
 /// Least finite samples a channel needs in a run to be judged.
 pub const MIN_SAMPLES: usize = 10;
 
+/// Steps per block of the correlation products.
+const BLOCK: usize = 4096;
+
 /// Correlations of the judged channels of one run.
 #[derive(Debug, Clone)]
 pub struct RunCorrelation {
@@ -95,21 +98,32 @@ pub fn correlate(run: &str, m: &HostMatrix, prune_static: bool) -> RunCorrelatio
         stats.push((mean, var.sqrt()));
     }
     let k = judged.len();
-    let mut z = Array2::<f64>::zeros((k, steps));
-    let mut mask = Array2::<f64>::zeros((k, steps));
-    for (a, &c) in judged.iter().enumerate() {
-        let (mean, sd) = stats[a];
-        for (t, &v) in m.row(c).iter().enumerate() {
-            if v.is_finite() {
-                z[[a, t]] = (v - mean) / sd;
-                mask[[a, t]] = 1.0;
+    // Accumulated over blocks of steps, so an hour of 700 channels needs a few MB, not the
+    // whole standardized matrix three times over.
+    let (mut s, mut q, mut overlap) = (
+        Array2::<f64>::zeros((k, k)),
+        Array2::<f64>::zeros((k, k)),
+        Array2::<f64>::zeros((k, k)),
+    );
+    let mut t0 = 0;
+    while t0 < steps {
+        let len = BLOCK.min(steps - t0);
+        let mut z = Array2::<f64>::zeros((k, len));
+        let mut mask = Array2::<f64>::zeros((k, len));
+        for (a, &c) in judged.iter().enumerate() {
+            let (mean, sd) = stats[a];
+            for (t, &v) in m.row(c).iter().skip(t0).take(len).enumerate() {
+                if v.is_finite() {
+                    z[[a, t]] = (v - mean) / sd;
+                    mask[[a, t]] = 1.0;
+                }
             }
         }
+        s += &z.dot(&z.t());
+        q += &z.mapv(|v| v * v).dot(&mask.t());
+        overlap += &mask.dot(&mask.t());
+        t0 += len;
     }
-    let s = z.dot(&z.t());
-    let z2 = z.mapv(|v| v * v);
-    let q = z2.dot(&mask.t());
-    let overlap = mask.dot(&mask.t());
     let mut r = Array2::<f64>::zeros((k, k));
     for a in 0..k {
         r[[a, a]] = 1.0;

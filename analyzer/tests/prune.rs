@@ -340,3 +340,29 @@ fn a_recording_of_this_host_prunes_to_a_loadable_selection() {
     let csv = std::fs::read_to_string(tmp("host-curves.csv")).unwrap();
     assert_eq!(csv.lines().count(), 19, "{csv}");
 }
+
+#[test]
+fn long_runs_are_correlated_in_blocks_exactly() {
+    // 10,000 steps (more than one block of the products): r must equal the textbook
+    // two-pass Pearson on the same data.
+    let mut n = Noise(9);
+    let x: Vec<f64> = (0..10_000).map(|_| n.next()).collect();
+    let y: Vec<f64> = x.iter().map(|v| 0.3 * v + 0.2 * n.next() + 7.0).collect();
+    let pearson = |a: &[f64], b: &[f64]| {
+        let (ma, mb) = (
+            a.iter().sum::<f64>() / a.len() as f64,
+            b.iter().sum::<f64>() / b.len() as f64,
+        );
+        let cov: f64 = a.iter().zip(b).map(|(p, q)| (p - ma) * (q - mb)).sum();
+        let va: f64 = a.iter().map(|p| (p - ma).powi(2)).sum();
+        let vb: f64 = b.iter().map(|q| (q - mb).powi(2)).sum();
+        cov / (va * vb).sqrt()
+    };
+    let want = pearson(&x, &y);
+    let rc = correlate("r", &matrix(&[("x", x), ("y", y)]), false);
+    assert!(
+        (rc.r[[0, 1]] - want).abs() < 1e-12,
+        "{} vs {want}",
+        rc.r[[0, 1]]
+    );
+}
