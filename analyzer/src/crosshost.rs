@@ -522,7 +522,7 @@ mod claim;
 mod offline;
 
 pub use claim::claim;
-pub use offline::{analyze, group_windows, GroupBuilder};
+pub use offline::{analyze, analyze_matrices, group_windows, markdown, GroupBuilder};
 
 #[cfg(test)]
 mod tests;

@@ -169,3 +169,44 @@ fn a_host_with_gaps_is_compared_where_it_has_data() {
     assert_eq!(found[0].host, "node5");
     assert!(found[0].evidence.iter().all(|e| e.host_value.is_finite()));
 }
+
+#[test]
+fn a_csv_recording_of_nine_hosts_names_the_odd_one() {
+    // The same case read through the CSV source, where the host label splits one file into
+    // hosts: node6 has no HugePages free, four hosts 512 and four 511.
+    let mut noise = Noise(77);
+    let mut s = String::from("timestamp_ms");
+    for h in 0..9 {
+        s.push_str(&format!(
+            ",\"reveal_memory_hugepages{{instance=\"\"node{h}\"\",state=\"\"free\"\"}}\",\
+             \"reveal_cpu_procs_running{{instance=\"\"node{h}\"\"}}\""
+        ));
+    }
+    s.push('\n');
+    for k in 0..400 {
+        s.push_str(&format!("{}", 1_700_000_000_000i64 + k * 100));
+        for h in 0..9 {
+            let free = if h == 6 { 0.0 } else { 512.0 - (h % 2) as f64 };
+            s.push_str(&format!(",{free},{}", 4.0 + (4.0 * noise.next()).round()));
+        }
+        s.push('\n');
+    }
+    let hosts = reveal_analyzer::source::csv::parse_csv(
+        &s,
+        &reveal_analyzer::source::SourceOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(hosts.len(), 9);
+    let found =
+        crosshost::analyze_matrices(&hosts, &WindowConfig::default(), CrossHostParams::default())
+            .unwrap();
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0].host, "node6");
+    let e = &found[0].evidence[0];
+    // Sorted 0, 511 ×4, 512 ×4: median 511, |dev| 511, 0 ×4, 1 ×4 → MAD 1.
+    assert_eq!((e.host_value, e.group_median), (0.0, 511.0));
+    assert!((e.robust_z.unwrap() + 511.0 / 1.4826).abs() < 1e-9);
+    let md = crosshost::markdown(&found);
+    assert!(md.contains("| node6 | memory |"), "{md}");
+    assert!(md.contains("far below the other hosts' median"), "{md}");
+}

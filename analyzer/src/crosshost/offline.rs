@@ -163,3 +163,51 @@ pub fn analyze(
     }
     Ok(out.into_values().collect())
 }
+
+/// Offline, from the hosts' matrices: features of every window (without the ADF statistic,
+/// which cross-host comparison does not need), then [`analyze`]. Hosts whose matrices are
+/// on another grid than `window.step_ms` are left out.
+pub fn analyze_matrices(
+    hosts: &[crate::matrix::HostMatrix],
+    window: &crate::window::WindowConfig,
+    params: CrossHostParams,
+) -> Result<Vec<HostDeviation>, ParamError> {
+    let mut ex =
+        crate::features::Extractor::new(crate::features::FeatureConfig { adf: false }, *window);
+    let fms: Vec<FeatureMatrix> = hosts
+        .iter()
+        .filter_map(|m| {
+            let plan = crate::window::plan_windows(m, window).ok()?;
+            Some(ex.extract(m, &plan))
+        })
+        .collect();
+    analyze(&fms, window.stride_ms, params)
+}
+
+/// The findings as a Markdown section for the analysis report.
+pub fn markdown(found: &[HostDeviation]) -> String {
+    let mut md = String::from("\n## Cross-host deviations\n\n");
+    if found.is_empty() {
+        md.push_str("No host deviates persistently from its group.\n");
+        return md;
+    }
+    md.push_str(
+        "| Host | Subsystem | Score | Since – last | Evidence (channel–feature) | Claim |\n\
+         | --- | --- | --- | --- | --- | --- |\n",
+    );
+    for f in found {
+        let e = &f.evidence[0];
+        md.push_str(&format!(
+            "| {} | {} | {:.1} | {} – {} | `{}__{}` | {} |\n",
+            f.host,
+            f.subsystem,
+            f.score,
+            crate::report::clock(f.since_ms),
+            crate::report::clock(f.last_ms),
+            e.channel.replace('|', "\\|"),
+            e.feature.suffix(),
+            f.summary.replace('|', "\\|")
+        ));
+    }
+    md
+}
