@@ -33,11 +33,14 @@
 //! restart does not make a finding).
 //!
 //! # Output
-//! Per host and subsystem, the deviation score for `reveal_host_deviation{instance,subsystem}`:
-//! the k-th largest strength of the subsystem's most deviating channel-feature over the last
-//! n windows, so it is above 1 exactly when that subsystem has a persistent finding, and it
-//! rises towards 1 as a deviation becomes persistent (strengths below 0.5 count as 0, which
-//! keeps the tracker's memory to what matters).
+//! Per host and subsystem, the deviation score for `reveal_host_deviation{instance,subsystem}`,
+//! in robust-z units: the k-th largest |robust z| over the last n windows of the subsystem's
+//! most deviating channel-feature (for the identical-others and two-host rules, the
+//! z-equivalent strength × threshold). It exceeds the threshold (3.5) exactly when that
+//! subsystem has a persistent finding, which is what `rules/anomaly-alerts.rules.yml`'s
+//! `reveal_host_deviation > 3.5` alerts on, and it rises towards the threshold as a deviation
+//! becomes persistent (strengths below half the threshold count as 0, which keeps the
+//! tracker's memory to what matters).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
@@ -299,7 +302,7 @@ pub struct DeviationEvidence {
 pub struct HostDeviation {
     pub host: String,
     pub subsystem: Subsystem,
-    /// The value of `reveal_host_deviation` (above 1 here).
+    /// The value of `reveal_host_deviation`, in robust-z units (above the threshold here).
     pub score: f64,
     /// End of the window where the deviation became persistent, and of the latest window.
     pub since_ms: i64,
@@ -313,9 +316,10 @@ pub struct HostDeviation {
 /// What one window gives the online loop.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CrossHostUpdate {
-    /// `reveal_host_deviation{instance,subsystem}`, every host and subsystem of the group.
+    /// `reveal_host_deviation{instance,subsystem}` (robust-z units), every host and subsystem
+    /// of the group seen in the last n windows.
     pub scores: Vec<(String, Subsystem, f64)>,
-    /// Open findings (score > 1): alerts to send or re-send; a pair that disappears from
+    /// Open findings (score above the threshold): alerts to send or re-send; a pair that disappears from
     /// here is resolved.
     pub findings: Vec<HostDeviation>,
 }
@@ -460,7 +464,7 @@ impl CrossHostTracker {
         }
         let scores: Vec<(String, Subsystem, f64)> = scores
             .into_iter()
-            .map(|((h, sub), v)| (h.to_string(), sub, v))
+            .map(|((h, sub), v)| (h.to_string(), sub, v * p.threshold))
             .collect();
         let score_of = |h: &str, sub: Subsystem| {
             scores

@@ -84,7 +84,9 @@ fn the_host_with_hugepages_reserved_is_found_and_only_it() {
     // median 1, |dev| 1,1,1,0,0,0,1,1,1023 → MAD 1; z = 1023 / 1.4826.
     assert_eq!((e.host_value, e.group_median), (1024.0, 1.0));
     assert!((e.robust_z.unwrap() - 1023.0 / 1.4826).abs() < 1e-9);
-    assert!(f.score > 1.0);
+    // The score is in robust-z units: the 24th largest of the last 30 windows' |z|, here the
+    // same z every window.
+    assert!((f.score - 1023.0 / 1.4826).abs() < 1e-6, "{}", f.score);
     // 60 s of data, 3 s windows, 1 s stride: 58 windows; persistent from the 24th on.
     assert!((24..=30).contains(&e.windows), "{}", e.windows);
     assert_eq!(f.since_ms, fm[3].windows[23].end_ms);
@@ -107,7 +109,7 @@ fn identical_noisy_hosts_and_constant_channels_stay_quiet() {
 }
 
 #[test]
-fn scores_cover_every_host_and_subsystem_and_are_bounded_by_one_when_quiet() {
+fn scores_cover_every_host_and_subsystem_and_stay_below_the_threshold_when_quiet() {
     let hosts: Vec<HostMatrix> = (0..5)
         .map(|i| host(&format!("node{i}"), 4.0, 40, 7 + i as u64))
         .collect();
@@ -121,7 +123,7 @@ fn scores_cover_every_host_and_subsystem_and_are_bounded_by_one_when_quiet() {
     // 5 hosts × {cpu, memory}: bounded cardinality.
     assert_eq!(u.scores.len(), 10);
     assert!(
-        u.scores.iter().all(|(_, _, s)| (0.0..=1.0).contains(s)),
+        u.scores.iter().all(|(_, _, s)| (0.0..=3.5).contains(s)),
         "{:?}",
         u.scores
     );

@@ -109,7 +109,7 @@ fn persistence_k_of_n() {
             .find(|(h, s, _)| h == "node1" && *s == Subsystem::Memory)
             .unwrap()
             .2;
-        assert_eq!(s > 1.0, open[i], "window {i}: score {s}");
+        assert_eq!(s > 3.5, open[i], "window {i}: score {s}");
     }
     assert_eq!(open, [false, false, false, true, true, false, false]);
     let mut t = CrossHostTracker::new(p).unwrap();
