@@ -102,3 +102,51 @@ pub fn selection_yaml(verdicts: &[ChannelVerdict], header: &[String]) -> Result<
     Selection::parse(&out).map_err(|e| format!("the exporter would refuse the selection: {e}"))?;
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(channel: &str, kept: bool) -> ChannelVerdict {
+        ChannelVerdict {
+            channel: channel.to_string(),
+            metric: channel.split('{').next().unwrap_or(channel).to_string(),
+            kept,
+            reason: if kept { "selected" } else { "redundant" },
+            represented_by: None,
+            abs_r: None,
+        }
+    }
+
+    #[test]
+    fn label_values_are_escaped_and_foreign_labels_dropped() {
+        let rx = "reveal_network_receive_packets_total";
+        let verdicts = [
+            v(&format!("{rx}{{device=\"eth0.100\",job=\"node\"}}"), true),
+            v(&format!("{rx}{{device=\"it's\"}}"), true),
+            v(&format!("{rx}{{device=\"eth1\"}}"), false),
+            v("reveal_memory_dirty_bytes", true),
+            v(
+                "reveal_exporter_collector_success{collector=\"stat\"}",
+                true,
+            ),
+            v("instance:cpu_busy:ratio", true),
+        ];
+        let yaml = selection_yaml(&verdicts, &["header".to_string()]).unwrap();
+        assert!(yaml.starts_with("# header\n"), "{yaml}");
+        assert!(yaml.contains("match: {device: 'eth0\\.100'}"), "{yaml}");
+        assert!(yaml.contains("match: {device: 'it''s'}"), "{yaml}");
+        assert!(yaml.contains("#   instance:cpu_busy:ratio"), "{yaml}");
+        assert!(!yaml.contains("  - reveal_exporter_"), "{yaml}");
+        let sel = Selection::parse(&yaml).unwrap();
+        let desc = known_descs().find(|d| d.sample_name() == rx).unwrap();
+        let rule = sel.rule(desc).unwrap();
+        assert!(rule.keeps(&vec![("device", "eth0.100".to_string())]));
+        assert!(!rule.keeps(&vec![("device", "eth0x100".to_string())]));
+        assert!(rule.keeps(&vec![("device", "it's".to_string())]));
+        assert!(!rule.keeps(&vec![("device", "eth1".to_string())]));
+        // Nothing kept at all: an empty list the exporter accepts.
+        let yaml = selection_yaml(&[v(&format!("{rx}{{device=\"eth1\"}}"), false)], &[]).unwrap();
+        assert!(yaml.ends_with("metrics: []\n"), "{yaml}");
+    }
+}
