@@ -62,7 +62,8 @@ pub struct AnalyzeArgs {
     #[arg(long, default_value_t = 42)]
     seed: u64,
     /// Use the paper's literal detector configuration (mean |z|, PCA to 95% variance,
-    /// Isolation Forest on all features) instead of the defaults.
+    /// Isolation Forest on all features) instead of the defaults. Its exact PCA is slow on
+    /// thousands of feature columns (minutes for 700 channels).
     #[arg(long)]
     literal: bool,
 }
