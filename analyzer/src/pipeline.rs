@@ -201,6 +201,9 @@ pub fn analyze_host(m: &HostMatrix, p: &AnalyzeParams) -> HostAnalysis {
             plan.windows.len(),
             p.min_windows
         ));
+        if let Some(hint) = step_hint(m, &p.window) {
+            out.notes.push(hint);
+        }
         return out;
     }
     let fm = Extractor::new(p.features, p.window).extract(m, &plan);
@@ -267,6 +270,39 @@ pub fn analyze_host(m: &HostMatrix, p: &AnalyzeParams) -> HostAnalysis {
     }
     out.episodes = merge_episodes(&out.flagged, p.episode_gap);
     out
+}
+
+/// When most windows lack samples because the recording is sparser than the grid (a 1 s
+/// scrape read on a 100 ms grid), says which step would fit.
+fn step_hint(m: &HostMatrix, w: &WindowConfig) -> Option<String> {
+    // Fill of each channel between its first and last sample (channels that appear late or
+    // vanish early are not sparse), and the typical gap between its samples.
+    let (mut cells, mut filled) = (0usize, 0usize);
+    let mut gaps = Vec::new();
+    for row in m.values.rows().into_iter().take(64) {
+        let mut prev: Option<usize> = None;
+        for (t, v) in row.iter().enumerate() {
+            if v.is_finite() {
+                if let Some(p) = prev {
+                    cells += t - p;
+                    gaps.push(t - p);
+                }
+                filled += 1;
+                prev = Some(t);
+            }
+        }
+    }
+    if gaps.is_empty() || (filled as f64) >= w.min_fraction * (cells + 1) as f64 {
+        return None;
+    }
+    gaps.sort_unstable();
+    let interval = gaps[gaps.len() / 2] as i64 * m.step_ms;
+    Some(format!(
+        "only {:.0}% of the {} ms grid holds samples: the recording has one sample every \
+         ~{interval} ms; analyze it with that step (--step)",
+        100.0 * filled as f64 / (cells + 1) as f64,
+        m.step_ms
+    ))
 }
 
 /// Median of each column's finite values (NaN when there are none).

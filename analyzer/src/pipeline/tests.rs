@@ -138,6 +138,18 @@ fn bad_input_gives_notes_not_panics_or_nan_findings() {
         "{:?}",
         a.notes
     );
+    let mut sparse = host(3, 3000, 6);
+    for t in 0..3000 {
+        if t % 10 != 0 {
+            sparse.values.column_mut(t).fill(f64::NAN); // one sample per second
+        }
+    }
+    let a = analyze_host(&sparse, &fast());
+    assert!(
+        a.notes.iter().any(|n| n.contains("every ~1000 ms")),
+        "{:?}",
+        a.notes
+    );
     let few = host(3, 200, 3);
     let a = analyze_host(&few, &fast());
     assert!(
