@@ -252,7 +252,9 @@ else
 fi
 say "Prometheus   http://127.0.0.1:$PROMETHEUS_PORT/graph?g0.expr=instance:reveal_cpu_utilization:ratio1s"
 say "Alertmanager http://127.0.0.1:$ALERTMANAGER_PORT"
-say "Grafana      docker-compose up grafana (dashboards in grafana/dashboards)"
+# Grafana is not in Debian; the compose service alone (host network) reads this Prometheus
+# when the default ports are in use.
+say "Grafana      docker-compose up -d --no-deps grafana, then http://127.0.0.1:19300"
 
 if [ "$DETACH" = 1 ]; then
   say "started; stop with: $0 down${STATE:+ --state-dir $STATE}"
