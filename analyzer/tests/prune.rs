@@ -145,10 +145,28 @@ fn csv_run(instructions_follow_cpu: bool, seed: u64) -> String {
     s
 }
 
+/// A file in this test's own temporary directory (per process and test thread, so tests
+/// running in parallel threads of one process do not share it).
+fn tmp_dir() -> PathBuf {
+    let thread = std::thread::current();
+    let tag: String = thread
+        .name()
+        .unwrap_or("main")
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    std::env::temp_dir().join(format!("reveal-prune-{}-{tag}", std::process::id()))
+}
+
 fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("reveal-prune-{}", std::process::id()));
+    let dir = tmp_dir();
     std::fs::create_dir_all(&dir).unwrap();
     dir.join(name)
+}
+
+/// Removes this test's directory (left behind when a test fails, for a look).
+fn cleanup() {
+    let _ = std::fs::remove_dir_all(tmp_dir());
 }
 
 fn args(inputs: Vec<PathBuf>, tag: &str) -> PruneArgs {
@@ -247,6 +265,7 @@ fn union_over_runs_and_selection_loads_in_the_exporter() {
     assert!((at(0.5)[3] - 11.0 / 14.0).abs() < 1e-6, "{csv}");
     // The removed ones are near-perfectly predicted from the kept ones.
     assert!(at(0.5)[1] > 0.97 && at(0.5)[2] > 0.95, "{csv}");
+    cleanup();
 }
 
 #[test]
@@ -339,6 +358,7 @@ fn a_recording_of_this_host_prunes_to_a_loadable_selection() {
     assert!(total > 50 && kept < total, "{summary}");
     let csv = std::fs::read_to_string(tmp("host-curves.csv")).unwrap();
     assert_eq!(csv.lines().count(), 19, "{csv}");
+    cleanup();
 }
 
 #[test]
@@ -365,4 +385,51 @@ fn long_runs_are_correlated_in_blocks_exactly() {
         "{} vs {want}",
         rc.r[[0, 1]]
     );
+}
+
+#[test]
+fn the_prune_command_writes_what_it_says() {
+    let a = tmp("cmd.csv");
+    std::fs::write(&a, csv_run(true, 21)).unwrap();
+    let (sel, curves_path) = (tmp("cmd-selection.yml"), tmp("cmd-curves.csv"));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_reveal-analyzer"))
+        .arg("prune")
+        .arg(&a)
+        .arg("--output.selection")
+        .arg(&sel)
+        .arg("--output.curves")
+        .arg(&curves_path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        summary.contains("1 runs, 8 channels; kept 6 at |r| ≥ 0.5"),
+        "{summary}"
+    );
+    Selection::load(&sel).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&curves_path)
+            .unwrap()
+            .lines()
+            .count(),
+        19
+    );
+    // A threshold outside (0, 1] and an unreadable recording are refused with status 2.
+    for bad in [vec!["--threshold", "1.5"], vec![]] {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_reveal-analyzer"));
+        cmd.arg("prune").args(&bad);
+        cmd.arg(if bad.is_empty() {
+            tmp("missing.csv")
+        } else {
+            a.clone()
+        });
+        let out = cmd.output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+    }
+    cleanup();
 }
