@@ -12,9 +12,8 @@
 
 use super::{Collector, Settings};
 use crate::error::{CollectError, ParseError};
-use crate::read::read_into;
+use crate::read::KeptFile;
 use crate::scrape::{Desc, Scrape, Unit};
-use std::path::PathBuf;
 
 /// node_exporter's default: RAM disks, loop devices, floppies and partitions (whose I/O is
 /// already counted on the whole disk).
@@ -270,7 +269,7 @@ pub fn parse_diskstats(text: &str) -> Result<Vec<DiskStat<'_>>, ParseError> {
 }
 
 pub struct DiskstatsCollector {
-    path: PathBuf,
+    path: KeptFile,
     exclude: DeviceFilter,
     buf: String,
 }
@@ -278,7 +277,7 @@ pub struct DiskstatsCollector {
 impl DiskstatsCollector {
     pub fn new(s: &Settings) -> Self {
         DiskstatsCollector {
-            path: s.paths.proc("diskstats"),
+            path: KeptFile::new(s.paths.proc("diskstats")),
             exclude: s.diskstats.device_exclude.clone(),
             buf: String::new(),
         }
@@ -291,7 +290,7 @@ impl Collector for DiskstatsCollector {
     }
 
     fn update(&mut self, out: &mut Scrape) -> Result<(), CollectError> {
-        read_into(&self.path, &mut self.buf)?;
+        self.path.read_into(&mut self.buf)?;
         let disks = parse_diskstats(&self.buf).map_err(|e| CollectError::parse(&self.path, e))?;
         for d in disks.iter().filter(|d| !self.exclude.matches(d.name)) {
             for ((desc, factor), v) in FIELDS.iter().zip(d.stats) {

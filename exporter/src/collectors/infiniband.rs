@@ -18,14 +18,18 @@
 
 use super::{Collector, Settings};
 use crate::error::{CollectError, ParseError};
-use crate::read::{dir_names, read_into};
+use super::sysfs_attr::{Attr, Budget};
+use crate::read::dir_names;
 use crate::scrape::{Desc, Scrape, Unit};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// How often devices, ports and counter files are looked up again (a read failure also
 /// triggers a new lookup).
 const REDISCOVER: Duration = Duration::from_secs(60);
+
+/// The share of the descriptor limit this collector may keep open (see `sysfs_attr`).
+const FD_SHARE: usize = 16;
 
 const PORT: &[&str] = &["device", "port"];
 const COUNTER: &[&str] = &["device", "port", "counter"];
@@ -149,7 +153,7 @@ enum Kind {
 }
 
 struct CounterFile {
-    path: PathBuf,
+    attr: Attr,
     name: String,
     kind: Kind,
 }
@@ -157,7 +161,9 @@ struct CounterFile {
 struct Port {
     device: String,
     port: String,
-    dir: PathBuf,
+    state: Attr,
+    phys_state: Attr,
+    rate: Attr,
     counters: Vec<CounterFile>,
 }
 
@@ -198,7 +204,10 @@ impl InfinibandCollector {
 
     fn discover(&mut self) -> Result<(), CollectError> {
         self.discovered = None;
+        // Dropping the old ports closes their files before the new ones are opened.
         self.ports.clear();
+        // Counters are kept open and re-read with pread (`sysfs_attr`): dozens per port.
+        let mut budget = Budget::share_of_limit(FD_SHARE);
         for device in dir_names(&self.root)? {
             let ports_dir = self.root.join(&device).join("ports");
             // A device without ports is being torn down; skip it.
@@ -222,7 +231,7 @@ impl InfinibandCollector {
                             standard_kind(&name)
                         };
                         counters.push(CounterFile {
-                            path: dir.join(sub).join(&name),
+                            attr: budget.attr(dir.join(sub).join(&name)),
                             name,
                             kind,
                         });
@@ -231,7 +240,9 @@ impl InfinibandCollector {
                 self.ports.push(Port {
                     device: device.clone(),
                     port,
-                    dir,
+                    state: budget.attr(dir.join("state")),
+                    phys_state: budget.attr(dir.join("phys_state")),
+                    rate: budget.attr(dir.join("rate")),
                     counters,
                 });
             }
@@ -250,11 +261,12 @@ impl InfinibandCollector {
 /// Reads and parses one attribute; `None` when it is missing, unreadable or malformed, which
 /// only costs this one value (sysfs attributes of a port can fail one by one).
 fn read_attr<T>(
-    path: &Path,
+    attr: &Attr,
     buf: &mut String,
     parse: fn(&str) -> Result<T, ParseError>,
 ) -> Option<T> {
-    read_into(path, buf).ok()?;
+    attr.read(buf).ok()?;
+    let path = attr.path();
     match parse(buf) {
         Ok(v) => Some(v),
         Err(e) => {
@@ -289,18 +301,18 @@ impl Collector for InfinibandCollector {
         let mut missing = false;
         for p in &self.ports {
             let labels = || vec![("device", p.device.clone()), ("port", p.port.clone())];
-            match read_attr(&p.dir.join("state"), &mut self.buf, parse_state) {
+            match read_attr(&p.state, &mut self.buf, parse_state) {
                 Some(v) => out.push(&STATE, labels(), v as f64),
                 None => missing = true,
             }
-            if let Some(v) = read_attr(&p.dir.join("phys_state"), &mut self.buf, parse_state) {
+            if let Some(v) = read_attr(&p.phys_state, &mut self.buf, parse_state) {
                 out.push(&PHYS_STATE, labels(), v as f64);
             }
-            if let Some(v) = read_attr(&p.dir.join("rate"), &mut self.buf, parse_rate) {
+            if let Some(v) = read_attr(&p.rate, &mut self.buf, parse_rate) {
                 out.push(&RATE, labels(), v);
             }
             for c in &p.counters {
-                if read_into(&c.path, &mut self.buf).is_err() {
+                if c.attr.read(&mut self.buf).is_err() {
                     missing = true;
                     continue;
                 }

@@ -21,10 +21,9 @@
 
 use super::{Collector, Settings};
 use crate::error::{CollectError, ParseError};
-use crate::read::read_into;
+use crate::read::KeptFile;
 use crate::scrape::{Desc, Scrape, Unit};
 use std::collections::HashMap;
-use std::path::PathBuf;
 
 /// Flags of the interrupts collector.
 #[derive(Debug, Clone, clap::Args)]
@@ -189,7 +188,7 @@ struct LineState {
 }
 
 pub struct InterruptsCollector {
-    path: PathBuf,
+    path: KeptFile,
     buf: String,
     top: usize,
     /// In the order of the file's lines at the last scrape, so lookups are positional.
@@ -203,7 +202,7 @@ pub struct InterruptsCollector {
 impl InterruptsCollector {
     pub fn new(s: &Settings) -> Self {
         InterruptsCollector {
-            path: s.paths.proc("interrupts"),
+            path: KeptFile::new(s.paths.proc("interrupts")),
             buf: String::new(),
             top: s.interrupts.top,
             lines: Vec::new(),
@@ -296,7 +295,7 @@ impl Collector for InterruptsCollector {
 
     fn update(&mut self, out: &mut Scrape) -> Result<(), CollectError> {
         let mut buf = std::mem::take(&mut self.buf);
-        let res = read_into(&self.path, &mut buf).and_then(|()| {
+        let res = self.path.read_into(&mut buf).and_then(|()| {
             let parsed = parse_interrupts(&buf).map_err(|e| CollectError::parse(&self.path, e))?;
             self.account(&parsed);
             for &cpu in &parsed.cpus {

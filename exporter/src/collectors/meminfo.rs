@@ -14,9 +14,8 @@
 
 use super::{Collector, Settings};
 use crate::error::{CollectError, ParseError};
-use crate::read::read_into;
+use crate::read::KeptFile;
 use crate::scrape::{Desc, Scrape, Unit};
-use std::path::PathBuf;
 
 /// Generates, from one list of (field, kernel key, help):
 /// the [`MemInfo`] struct with one named field per key, a `desc` module with one gauge
@@ -228,14 +227,14 @@ pub fn parse_meminfo(text: &str) -> Result<MemInfo, ParseError> {
 }
 
 pub struct MeminfoCollector {
-    path: PathBuf,
+    path: KeptFile,
     buf: String,
 }
 
 impl MeminfoCollector {
     pub fn new(s: &Settings) -> Self {
         MeminfoCollector {
-            path: s.paths.proc("meminfo"),
+            path: KeptFile::new(s.paths.proc("meminfo")),
             buf: String::new(),
         }
     }
@@ -247,7 +246,7 @@ impl Collector for MeminfoCollector {
     }
 
     fn update(&mut self, out: &mut Scrape) -> Result<(), CollectError> {
-        read_into(&self.path, &mut self.buf)?;
+        self.path.read_into(&mut self.buf)?;
         let m = parse_meminfo(&self.buf).map_err(|e| CollectError::parse(&self.path, e))?;
         m.for_each_bytes(|desc, v| out.push1(desc, v as f64));
         for (state, v) in HUGEPAGE_STATES.iter().zip(m.hugepages) {

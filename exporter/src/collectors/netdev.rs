@@ -13,9 +13,8 @@
 use super::diskstats::DeviceFilter;
 use super::{Collector, Settings};
 use crate::error::{CollectError, ParseError};
-use crate::read::read_into;
+use crate::read::KeptFile;
 use crate::scrape::{Desc, Scrape, Unit};
-use std::path::PathBuf;
 
 /// Flags of the netdev collector.
 #[derive(Debug, Clone, clap::Args)]
@@ -237,7 +236,7 @@ pub fn parse_netdev(text: &str) -> Result<NetDev<'_>, ParseError> {
 }
 
 pub struct NetdevCollector {
-    path: PathBuf,
+    path: KeptFile,
     exclude: DeviceFilter,
     buf: String,
 }
@@ -245,7 +244,7 @@ pub struct NetdevCollector {
 impl NetdevCollector {
     pub fn new(s: &Settings) -> Self {
         NetdevCollector {
-            path: s.paths.proc("net/dev"),
+            path: KeptFile::new(s.paths.proc("net/dev")),
             exclude: s.netdev.device_exclude.clone(),
             buf: String::new(),
         }
@@ -258,7 +257,7 @@ impl Collector for NetdevCollector {
     }
 
     fn update(&mut self, out: &mut Scrape) -> Result<(), CollectError> {
-        read_into(&self.path, &mut self.buf)?;
+        self.path.read_into(&mut self.buf)?;
         let nd = parse_netdev(&self.buf).map_err(|e| CollectError::parse(&self.path, e))?;
         for (name, values) in nd.devices.iter().filter(|(n, _)| !self.exclude.matches(n)) {
             for (desc, v) in nd.columns.iter().zip(values) {

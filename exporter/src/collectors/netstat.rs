@@ -15,9 +15,8 @@
 
 use super::{Collector, Settings};
 use crate::error::{CollectError, ParseError};
-use crate::read::read_into;
+use crate::read::KeptFile;
 use crate::scrape::{Desc, Scrape, Unit};
-use std::path::PathBuf;
 
 pub static EVENTS: Desc = Desc::counter(
     "reveal_network_protocol_events",
@@ -150,9 +149,9 @@ pub fn parse_snmp6<'a>(text: &'a str, out: &mut Vec<Field<'a>>) -> Result<(), Pa
 }
 
 pub struct NetstatCollector {
-    snmp: PathBuf,
-    netstat: PathBuf,
-    snmp6: PathBuf,
+    snmp: KeptFile,
+    netstat: KeptFile,
+    snmp6: KeptFile,
     bufs: [String; 3],
     capacity: usize,
 }
@@ -160,9 +159,9 @@ pub struct NetstatCollector {
 impl NetstatCollector {
     pub fn new(s: &Settings) -> Self {
         NetstatCollector {
-            snmp: s.paths.proc("net/snmp"),
-            netstat: s.paths.proc("net/netstat"),
-            snmp6: s.paths.proc("net/snmp6"),
+            snmp: KeptFile::new(s.paths.proc("net/snmp")),
+            netstat: KeptFile::new(s.paths.proc("net/netstat")),
+            snmp6: KeptFile::new(s.paths.proc("net/snmp6")),
             bufs: Default::default(),
             capacity: 0,
         }
@@ -170,8 +169,8 @@ impl NetstatCollector {
 }
 
 /// Reads an optional file: `Ok(false)` when the host does not have it (no IPv6, old kernel).
-fn read_optional(path: &std::path::Path, buf: &mut String) -> Result<bool, CollectError> {
-    match read_into(path, buf) {
+fn read_optional(path: &KeptFile, buf: &mut String) -> Result<bool, CollectError> {
+    match path.read_into(buf) {
         Ok(()) => Ok(true),
         Err(e) if e.is_unsupported() => Ok(false),
         Err(e) => Err(e),
@@ -185,7 +184,7 @@ impl Collector for NetstatCollector {
 
     fn update(&mut self, out: &mut Scrape) -> Result<(), CollectError> {
         let [snmp_buf, netstat_buf, snmp6_buf] = &mut self.bufs;
-        read_into(&self.snmp, snmp_buf)?;
+        self.snmp.read_into(snmp_buf)?;
         let has_netstat = read_optional(&self.netstat, netstat_buf)?;
         let has_snmp6 = read_optional(&self.snmp6, snmp6_buf)?;
         // The parsed fields borrow the buffers, so the vector is per scrape, sized from the last.

@@ -14,7 +14,7 @@
 use super::meminfo::{kib_to_bytes, split_line};
 use super::{Collector, Settings};
 use crate::error::{CollectError, ParseError};
-use crate::read::{dir_names, read_into};
+use crate::read::{dir_names, KeptFile};
 use crate::scrape::{Desc, Scrape, Unit};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -205,8 +205,9 @@ pub fn parse_node_meminfo(text: &str) -> Result<NodeMeminfo<'_>, ParseError> {
 
 struct Node {
     id: String,
-    numastat: PathBuf,
-    meminfo: PathBuf,
+    /// Kept open between lookups (see [`KeptFile`]): two files per node.
+    numastat: KeptFile,
+    meminfo: KeptFile,
 }
 
 pub struct NumaCollector {
@@ -246,8 +247,8 @@ impl NumaCollector {
             let d = self.dir.join(&name);
             self.nodes.push(Node {
                 id: id.to_string(),
-                numastat: d.join("numastat"),
-                meminfo: d.join("meminfo"),
+                numastat: KeptFile::new(d.join("numastat")),
+                meminfo: KeptFile::new(d.join("meminfo")),
             });
         }
         if self.nodes.is_empty() {
@@ -261,7 +262,7 @@ impl NumaCollector {
     }
 
     fn update_node(node: &Node, buf: &mut String, out: &mut Scrape) -> Result<(), CollectError> {
-        read_into(&node.numastat, buf)?;
+        node.numastat.read_into(buf)?;
         let stats = parse_numastat(buf).map_err(|e| CollectError::parse(&node.numastat, e))?;
         for (key, v) in NUMASTAT_KEYS.iter().zip(stats) {
             if let Some(v) = v {
@@ -272,7 +273,7 @@ impl NumaCollector {
                 );
             }
         }
-        read_into(&node.meminfo, buf)?;
+        node.meminfo.read_into(buf)?;
         let m = parse_node_meminfo(buf).map_err(|e| CollectError::parse(&node.meminfo, e))?;
         if m.node.to_string() != node.id {
             let e = ParseError::new(1, format!("file names node {}", m.node));

@@ -17,9 +17,8 @@
 
 use super::{Collector, Settings};
 use crate::error::{CollectError, ParseError};
-use crate::read::read_into;
+use crate::read::KeptFile;
 use crate::scrape::{Desc, Scrape, Unit};
-use std::path::{Path, PathBuf};
 
 pub static SOCKETS: Desc = Desc::gauge(
     "reveal_network_sockets",
@@ -109,8 +108,8 @@ pub fn parse_auxv_page_size(auxv: &[u8]) -> Result<u64, ParseError> {
 }
 
 pub struct SockstatCollector {
-    sockstat: PathBuf,
-    sockstat6: PathBuf,
+    sockstat: KeptFile,
+    sockstat6: KeptFile,
     /// Bytes per page for `mem`; `None` when the auxiliary vector could not be read.
     page_size: Option<u64>,
     bufs: [String; 2],
@@ -127,8 +126,8 @@ impl SockstatCollector {
             tracing::info!(path = %auxv.display(), "no page size: socket memory in pages is not exposed");
         }
         SockstatCollector {
-            sockstat: s.paths.proc("net/sockstat"),
-            sockstat6: s.paths.proc("net/sockstat6"),
+            sockstat: KeptFile::new(s.paths.proc("net/sockstat")),
+            sockstat6: KeptFile::new(s.paths.proc("net/sockstat6")),
             page_size,
             bufs: Default::default(),
         }
@@ -136,8 +135,8 @@ impl SockstatCollector {
 }
 
 /// Reads a file the host may lack (no IPv6): `Ok(false)` when it is missing.
-fn read_optional(path: &Path, buf: &mut String) -> Result<bool, CollectError> {
-    match read_into(path, buf) {
+fn read_optional(path: &KeptFile, buf: &mut String) -> Result<bool, CollectError> {
+    match path.read_into(buf) {
         Ok(()) => Ok(true),
         Err(e) if e.is_unsupported() => Ok(false),
         Err(e) => Err(e),
@@ -151,7 +150,7 @@ impl Collector for SockstatCollector {
 
     fn update(&mut self, out: &mut Scrape) -> Result<(), CollectError> {
         let [b4, b6] = &mut self.bufs;
-        read_into(&self.sockstat, b4)?;
+        self.sockstat.read_into(b4)?;
         let has6 = read_optional(&self.sockstat6, b6)?;
         let mut stats = Vec::with_capacity(32);
         parse_sockstat(b4, &mut stats).map_err(|e| CollectError::parse(&self.sockstat, e))?;

@@ -17,9 +17,8 @@
 
 use super::{Collector, Settings};
 use crate::error::{CollectError, ParseError};
-use crate::read::read_into;
+use crate::read::KeptFile;
 use crate::scrape::{Desc, Scrape, Unit};
-use std::path::PathBuf;
 
 pub static SOFTIRQS: Desc = Desc::counter(
     "reveal_cpu_softirqs",
@@ -104,14 +103,14 @@ pub fn parse_softirqs(text: &str) -> Result<Softirqs<'_>, ParseError> {
 }
 
 pub struct SoftirqsCollector {
-    path: PathBuf,
+    path: KeptFile,
     buf: String,
 }
 
 impl SoftirqsCollector {
     pub fn new(s: &Settings) -> Self {
         SoftirqsCollector {
-            path: s.paths.proc("softirqs"),
+            path: KeptFile::new(s.paths.proc("softirqs")),
             buf: String::new(),
         }
     }
@@ -123,7 +122,7 @@ impl Collector for SoftirqsCollector {
     }
 
     fn update(&mut self, out: &mut Scrape) -> Result<(), CollectError> {
-        read_into(&self.path, &mut self.buf)?;
+        self.path.read_into(&mut self.buf)?;
         let p = parse_softirqs(&self.buf).map_err(|e| CollectError::parse(&self.path, e))?;
         for (col, cpu) in p.cpus.iter().enumerate() {
             let cpu = cpu.to_string();

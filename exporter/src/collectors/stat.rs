@@ -13,9 +13,8 @@
 
 use super::{Collector, Settings};
 use crate::error::{CollectError, ParseError};
-use crate::read::read_into;
+use crate::read::KeptFile;
 use crate::scrape::{Desc, Scrape, Unit};
-use std::path::PathBuf;
 
 /// USER_HZ, the unit of `/proc/stat` times: fixed at 100 by the kernel's ABI on every
 /// architecture Linux exposes procfs on (`sysconf(_SC_CLK_TCK)`).
@@ -145,13 +144,13 @@ fn parse_u64(s: &str, line: usize) -> Result<u64, ParseError> {
 }
 
 pub struct StatCollector {
-    path: PathBuf,
+    path: KeptFile,
     buf: String,
 }
 
 impl StatCollector {
     pub fn new(s: &Settings) -> Self {
-        StatCollector { path: s.paths.proc("stat"), buf: String::new() }
+        StatCollector { path: KeptFile::new(s.paths.proc("stat")), buf: String::new() }
     }
 }
 
@@ -161,7 +160,7 @@ impl Collector for StatCollector {
     }
 
     fn update(&mut self, out: &mut Scrape) -> Result<(), CollectError> {
-        read_into(&self.path, &mut self.buf)?;
+        self.path.read_into(&mut self.buf)?;
         let st = parse_stat(&self.buf).map_err(|e| CollectError::parse(&self.path, e))?;
         for c in &st.cpus {
             let cpu = c.cpu.to_string();

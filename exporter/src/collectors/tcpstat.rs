@@ -16,9 +16,8 @@
 
 use super::{Collector, Settings};
 use crate::error::{CollectError, ParseError};
-use crate::read::read_into;
+use crate::read::KeptFile;
 use crate::scrape::{Desc, Scrape, Unit};
-use std::path::PathBuf;
 
 pub static TCP_CONNECTIONS: Desc = Desc::gauge(
     "reveal_network_tcp_connections",
@@ -77,16 +76,16 @@ pub fn parse_tcp_states(text: &str, counts: &mut [u64; 11]) -> Result<(), ParseE
 }
 
 pub struct TcpstatCollector {
-    tcp: PathBuf,
-    tcp6: PathBuf,
+    tcp: KeptFile,
+    tcp6: KeptFile,
     buf: String,
 }
 
 impl TcpstatCollector {
     pub fn new(s: &Settings) -> Self {
         TcpstatCollector {
-            tcp: s.paths.proc("net/tcp"),
-            tcp6: s.paths.proc("net/tcp6"),
+            tcp: KeptFile::new(s.paths.proc("net/tcp")),
+            tcp6: KeptFile::new(s.paths.proc("net/tcp6")),
             buf: String::new(),
         }
     }
@@ -99,9 +98,9 @@ impl Collector for TcpstatCollector {
 
     fn update(&mut self, out: &mut Scrape) -> Result<(), CollectError> {
         let mut counts = [0u64; 11];
-        read_into(&self.tcp, &mut self.buf)?;
+        self.tcp.read_into(&mut self.buf)?;
         parse_tcp_states(&self.buf, &mut counts).map_err(|e| CollectError::parse(&self.tcp, e))?;
-        match read_into(&self.tcp6, &mut self.buf) {
+        match self.tcp6.read_into(&mut self.buf) {
             Ok(()) => parse_tcp_states(&self.buf, &mut counts)
                 .map_err(|e| CollectError::parse(&self.tcp6, e))?,
             // A host without IPv6 has no tcp6: its IPv4 counts are the whole answer.

@@ -16,9 +16,8 @@
 
 use super::{Collector, Settings};
 use crate::error::{CollectError, ParseError};
-use crate::read::read_into;
+use crate::read::KeptFile;
 use crate::scrape::{Desc, Scrape, Unit};
-use std::path::PathBuf;
 
 pub static EVENTS: Desc = Desc::counter(
     "reveal_memory_vmstat_events",
@@ -67,14 +66,14 @@ pub fn parse_vmstat(text: &str) -> Result<Vec<(&str, u64)>, ParseError> {
 }
 
 pub struct VmstatCollector {
-    path: PathBuf,
+    path: KeptFile,
     buf: String,
 }
 
 impl VmstatCollector {
     pub fn new(s: &Settings) -> Self {
         VmstatCollector {
-            path: s.paths.proc("vmstat"),
+            path: KeptFile::new(s.paths.proc("vmstat")),
             buf: String::new(),
         }
     }
@@ -86,7 +85,7 @@ impl Collector for VmstatCollector {
     }
 
     fn update(&mut self, out: &mut Scrape) -> Result<(), CollectError> {
-        read_into(&self.path, &mut self.buf)?;
+        self.path.read_into(&mut self.buf)?;
         let events = parse_vmstat(&self.buf).map_err(|e| CollectError::parse(&self.path, e))?;
         for (event, v) in events {
             out.push(&EVENTS, vec![("event", event.to_string())], v as f64);
