@@ -143,7 +143,9 @@ fn write_burst_becomes_a_storage_alert_and_resolves() {
         stop.clone(),
         Duration::from_secs(15),
     );
-    let alert = hook.wait_for(Duration::from_secs(30), |r| firing_storage(r, &target));
+    let alert = hook.wait_for(Duration::from_secs(30), |r| {
+        r.at >= fault_start && firing_storage(r, &target)
+    });
     let latency = alert.as_ref().map(|r| r.at.duration_since(fault_start));
     stop.store(true, Ordering::Relaxed);
     let runs = burst.join().unwrap();
