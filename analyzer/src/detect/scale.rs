@@ -162,7 +162,30 @@ pub(crate) fn median_spread(v: &mut [f64]) -> (f64, f64) {
         return (med, mad);
     }
     let mean_ad = v.iter().sum::<f64>() / v.len() as f64;
-    (med, mean_ad * MEAN_AD_TO_SIGMA)
+    (med, sparse_floor(med, mean_ad * MEAN_AD_TO_SIGMA, v))
+}
+
+/// Scale of a column that sits at one value in most baseline windows (MAD zero) and moves
+/// only now and then. The mean absolute deviation of such a column can be tiny — a page of
+/// Unevictable memory on a multi-gigabyte level, averaged into one window in a thousand —
+/// and would turn the next ordinary move into a "z" of millions. Two floors keep such
+/// columns honest:
+/// - a move as large as the ones the baseline already showed (the median of its non-zero
+///   deviations) is a 3σ event, not an extreme one: those moves are known to happen;
+/// - a change below 0.1% of the column's usual level is not resolved by host telemetry
+///   (rounding of averaged gauges), so it is never more than 1σ.
+///
+/// `dev` holds the absolute deviations from the median (it is reordered).
+fn sparse_floor(med: f64, spread: f64, dev: &mut [f64]) -> f64 {
+    const KNOWN_MOVE_SIGMAS: f64 = 3.0;
+    const LEVEL_RESOLUTION: f64 = 1e-3;
+    if spread <= 0.0 {
+        // Never moved in the baseline: the column is constant and is left out by the caller.
+        return spread;
+    }
+    let mut nonzero: Vec<f64> = dev.iter().copied().filter(|d| *d > 0.0).collect();
+    let typical_move = if nonzero.is_empty() { 0.0 } else { median(&mut nonzero) };
+    spread.max(typical_move / KNOWN_MOVE_SIGMAS).max(LEVEL_RESOLUTION * med.abs())
 }
 
 /// Median of a non-empty slice; reorders it.
@@ -182,6 +205,27 @@ pub(crate) fn median(v: &mut [f64]) -> f64 {
 mod tests {
     use super::*;
     use ndarray::array;
+
+    #[test]
+    fn sparse_columns_get_a_scale_from_the_moves_they_showed() {
+        // 999 windows at 0, one at 4096 bytes: another 4096-byte move is about 3σ, not 800σ.
+        let mut v = vec![0.0; 999];
+        v.push(4096.0);
+        let (c, s) = median_spread(&mut v);
+        assert_eq!(c, 0.0);
+        assert!((s - 4096.0 / 3.0).abs() < 1e-9, "scale {s}");
+        // A level of 5e7 bytes that moved by one page in one window: a one-page move is
+        // below the level's resolution, so the scale is 0.1% of the level.
+        let mut v = vec![5e7; 999];
+        v.push(5e7 + 4096.0 / 30.0);
+        let (c, s) = median_spread(&mut v);
+        assert_eq!(c, 5e7);
+        assert!((s - 5e4).abs() < 1e-6, "scale {s}");
+        // A column with a real spread keeps its MAD.
+        let mut v: Vec<f64> = (0..101).map(f64::from).collect();
+        let (_, s) = median_spread(&mut v);
+        assert!((s - 25.0 * MAD_TO_SIGMA).abs() < 1e-9);
+    }
 
     #[test]
     fn bad_columns_are_left_out_with_a_reason() {
@@ -215,8 +259,10 @@ mod tests {
         assert_eq!(s.used(), &[0, 1]);
         assert!((s.z(0, 3.0)).abs() < 1e-12);
         assert!((s.z(0, 4.0) - 1.0 / MAD_TO_SIGMA).abs() < 1e-12);
-        // Column 1: MAD 0, mean absolute deviation 1.6.
-        assert!((s.z(1, 8.0) - 8.0 / (1.6 * MEAN_AD_TO_SIGMA)).abs() < 1e-12);
+        // Column 1: MAD 0 and one move of 8 in the baseline: another move of 8 is 3σ
+        // (the mean absolute deviation, 1.6, would have made it 4σ).
+        assert!((s.z(1, 8.0) - 3.0).abs() < 1e-12);
+        assert!(8.0 / (1.6 * MEAN_AD_TO_SIGMA) > 3.0);
     }
 
     #[test]
