@@ -13,9 +13,11 @@
 //!    as binary segmentation uses), with at least `min_reference` windows before; a change
 //!    is only considered once `min_regime` windows follow the split.
 //! 3. **Shifted and stable**: for each candidate, on the windows before/after p: the shift is
-//!    at least `shift_z` σ_before; the new regime is steady around its new level (its own
-//!    standard deviation at most half the shift) and does not drift (the means of its two
-//!    halves differ by at most a quarter of the shift: a ramp such as a leak moves by half).
+//!    at least `shift_z` σ_before; the new level stands out of the new regime's own spread
+//!    too (its standard deviation at most the shift: a busier workload is often noisier, so
+//!    the old regime's σ alone would be too strict), and it does not drift (the means of its
+//!    two halves differ by at most a quarter of the shift: a ramp such as a leak moves by
+//!    half).
 //! 4. A regime change needs at least `min_flagged` of the windows since p flagged (the
 //!    detectors see it as anomalous against the old baseline), and at least one shifted
 //!    column, with the stable ones at least half of the shifted ones.
@@ -257,7 +259,7 @@ impl RegimeTracker {
                 continue;
             }
             shifted += 1;
-            if sa <= shift.abs() / 2.0 && (m2 - m1).abs() <= shift.abs() / 4.0 {
+            if sa <= shift.abs() && (m2 - m1).abs() <= shift.abs() / 4.0 {
                 stable.push(ShiftedColumn {
                     column: c,
                     before: mb,
