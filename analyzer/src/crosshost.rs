@@ -41,6 +41,39 @@
 //! `reveal_host_deviation > 3.5` alerts on, and it rises towards the threshold as a deviation
 //! becomes persistent (strengths below half the threshold count as 0, which keeps the
 //! tracker's memory to what matters).
+//!
+//! # Use
+//! - Online, one [`CrossHostTracker`] per group of hosts (hosts that run the same work: all
+//!   hosts of an analyzer by default). Every stride, once every host's window ending at the
+//!   same grid time is featurized, build a [`GroupWindow`] with [`GroupBuilder`] (every
+//!   feature column, static channels included) and call [`CrossHostTracker::observe`]:
+//!   write each `scores` entry as `reveal_host_deviation{instance,subsystem}` at the window
+//!   end, send or re-send each finding as a `RevealHostDeviation` alert (summary: its
+//!   `summary`; description: its evidence; startsAt: `since_ms`), and resolve the alerts of
+//!   host–subsystem pairs that are no longer among the findings.
+//! - Offline, [`analyze_matrices`] (or [`analyze`] on feature matrices) over a recording of
+//!   several hosts, and [`markdown`] for the report.
+//!
+//! ```
+//! use reveal_analyzer::crosshost::{CrossHostParams, CrossHostTracker, GroupBuilder};
+//! use reveal_analyzer::features::Feature;
+//! use reveal_analyzer::matrix::Subsystem;
+//!
+//! let p = CrossHostParams { k: 2, n: 3, ..CrossHostParams::default() };
+//! let mut t = CrossHostTracker::new(p).unwrap();
+//! let mut last = None;
+//! for end_ms in [1000, 2000, 3000] {
+//!     let mut b = GroupBuilder::new(end_ms);
+//!     for (host, free) in [("a", 0.0), ("b", 1.0), ("c", 512.0), ("d", 0.0), ("e", 2.0)] {
+//!         let hp = "reveal_memory_hugepages{state=\"free\"}";
+//!         b.add_host(host, [(hp, Feature::Mean, Subsystem::Memory, free)]);
+//!     }
+//!     last = Some(t.observe(&b.build()));
+//! }
+//! let u = last.unwrap();
+//! assert_eq!(u.findings.len(), 1);
+//! assert_eq!(u.findings[0].host, "c");
+//! ```
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
