@@ -160,8 +160,10 @@ mod tests {
     }
 
     fn sample() -> Checkpoint {
-        let mut c = Checkpoint::default();
-        c.analyzed_until_ms = 1_700_000_003_000;
+        let mut c = Checkpoint {
+            analyzed_until_ms: 1_700_000_003_000,
+            ..Default::default()
+        };
         c.open_episodes.push(OpenEpisode {
             id: "a:1@1700000000000".into(),
             instance: "a:1".into(),
