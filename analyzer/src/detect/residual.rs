@@ -13,7 +13,7 @@
 
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis};
 
-use super::linalg::{randomized_pca, symmetric_eigen};
+use super::linalg::{covariance_eigen, randomized_pca};
 use super::scale::{median_spread, Scaler, Scaling};
 use super::{ColumnStatus, DetectError};
 
@@ -164,8 +164,7 @@ impl WorkloadModel {
 }
 
 pub(crate) fn full_eigen(z: &Array2<f64>, denom: f64) -> (Array1<f64>, Array2<f64>) {
-    let cov = z.t().dot(z) / denom;
-    symmetric_eigen(cov.view())
+    covariance_eigen(z.view(), denom)
 }
 
 /// Components above the Marchenko–Pastur edge σ²(1 + √(q/n))² of pure noise
