@@ -1,5 +1,7 @@
 //! `reveal-analyzer analyze`: offline analysis of a recording; prints the Markdown report
-//! and writes the JSON lines.
+//! and writes the JSON lines. A recording of several hosts is also compared across hosts
+//! (DESIGN step 7, [`reveal_analyzer::crosshost`]): its findings are a Markdown section and
+//! `host_deviation` JSON lines.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -7,11 +9,12 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::ValueEnum;
 use reveal_analyzer::config::parse_duration;
+use reveal_analyzer::crosshost::{self, CrossHostParams};
 use reveal_analyzer::detect::DetectorsConfig;
 use reveal_analyzer::features::FeatureConfig;
 use reveal_analyzer::kinds::MetricSet;
 use reveal_analyzer::pipeline::{analyze, AnalyzeParams};
-use reveal_analyzer::report::{json_lines, markdown};
+use reveal_analyzer::report::{deviation_lines, json_lines, markdown};
 use reveal_analyzer::source::{FileFormat, FileSource, Source, SourceOptions};
 use reveal_analyzer::window::WindowConfig;
 
@@ -31,7 +34,8 @@ pub struct AnalyzeArgs {
     /// Input format; by default `csv` for a `.csv` file, otherwise `openmetrics`.
     #[arg(long, value_enum)]
     format: Option<Format>,
-    /// Write the JSON lines (one object per host, flagged window and episode) here.
+    /// Write the JSON lines (one object per host, flagged window, episode, regime change
+    /// and cross-host deviation) here.
     #[arg(long, value_name = "OUT")]
     json: Option<PathBuf>,
     /// Write the Markdown report here instead of standard output.
@@ -129,11 +133,29 @@ pub fn run(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
             eprintln!("reveal-analyzer: host {}: {n}", a.host);
         }
     }
+    // Cross-host comparison needs a group: two hosts at least.
+    let deviations = if hosts.len() >= 2 {
+        match crosshost::analyze_matrices(&hosts, &window, CrossHostParams::default()) {
+            Ok(d) => Some(d),
+            Err(e) => {
+                eprintln!("reveal-analyzer: {e}");
+                return Ok(ExitCode::from(2));
+            }
+        }
+    } else {
+        None
+    };
     if let Some(out) = &args.json {
-        std::fs::write(out, json_lines(&analyses))
-            .with_context(|| format!("writing {}", out.display()))?;
+        let mut lines = json_lines(&analyses);
+        if let Some(d) = &deviations {
+            lines.push_str(&deviation_lines(d));
+        }
+        std::fs::write(out, lines).with_context(|| format!("writing {}", out.display()))?;
     }
-    let md = markdown(&analyses);
+    let mut md = markdown(&analyses);
+    if let Some(d) = &deviations {
+        md.push_str(&crosshost::markdown(d));
+    }
     match &args.markdown {
         Some(out) => {
             std::fs::write(out, md).with_context(|| format!("writing {}", out.display()))?

@@ -1,6 +1,8 @@
 //! Offline analysis of a recording (`reveal-analyzer analyze`), paper §4.2–§4.4 and
 //! DESIGN "Pipeline per host" steps 1–6: windows → features → detectors (fitted on the
-//! whole run) → agreement → attribution → claims → episodes.
+//! whole run) → agreement → attribution → claims → episodes; and step 8, regime changes
+//! ([`regimes`]): a persistent, stable shift is reported once, and the windows that straddle
+//! it are not anomalies.
 //!
 //! Bad input never becomes a finding: windows with too few samples are skipped and
 //! counted; static channels are left out of detection; NaN features are "at baseline" for
@@ -24,6 +26,7 @@
 //! ```
 
 mod claims;
+pub mod regimes;
 
 use std::collections::BTreeMap;
 
@@ -36,8 +39,10 @@ use crate::features::{Extractor, Feature, FeatureConfig, FeatureMatrix};
 use crate::matrix::{HostMatrix, Kind, Subsystem};
 use crate::online::fit::{adapted, fit_with};
 use crate::online::tracker::severity;
+use crate::regime::RegimeParams;
 use crate::window::{plan_windows, SkipReason, WindowConfig};
 pub use claims::claim;
+pub use regimes::RegimeReport;
 
 /// Settings of an offline analysis; every default is the DESIGN's.
 #[derive(Debug, Clone)]
@@ -55,6 +60,8 @@ pub struct AnalyzeParams {
     /// Detector parameters; `None`: the defaults, adapted to the baseline's size as the
     /// online service adapts them ([`adapted`]).
     pub detectors: Option<DetectorsConfig>,
+    /// Regime-change test (step 8); `None` leaves it out.
+    pub regime: Option<RegimeParams>,
 }
 
 impl Default for AnalyzeParams {
@@ -67,6 +74,7 @@ impl Default for AnalyzeParams {
             min_windows: 30,
             episode_gap: 1,
             detectors: None,
+            regime: Some(RegimeParams::default()),
         }
     }
 }
@@ -140,6 +148,8 @@ pub struct HostAnalysis {
     pub notes: Vec<String>,
     pub flagged: Vec<FlaggedWindow>,
     pub episodes: Vec<Episode>,
+    /// Persistent, stable shifts of the host's features, each reported once.
+    pub regime_changes: Vec<RegimeReport>,
 }
 
 /// Analyzes every host on its own.
@@ -159,6 +169,7 @@ pub fn analyze_host(m: &HostMatrix, p: &AnalyzeParams) -> HostAnalysis {
         notes: Vec::new(),
         flagged: Vec::new(),
         episodes: Vec::new(),
+        regime_changes: Vec::new(),
     };
     let s = &mut out.summary;
     for c in &m.channels {
@@ -267,6 +278,27 @@ pub fn analyze_host(m: &HostMatrix, p: &AnalyzeParams) -> HostAnalysis {
             subsystems: subsystem_shares(&evidence),
             evidence,
         });
+    }
+    if let Some(rp) = p.regime {
+        let ends: Vec<i64> = fm.windows.iter().map(|w| w.end_ms).collect();
+        let name = |j: usize| {
+            scored.get(j).map_or_else(String::new, |&c| {
+                let col = fm.columns[c];
+                format!(
+                    "{}__{}",
+                    fm.channels[col.channel].name,
+                    col.feature.suffix()
+                )
+            })
+        };
+        out.regime_changes = regimes::regime_changes(&m.host, &ends, &x, name, rp);
+        let window_ms = p.window.window_ms;
+        for r in &mut out.regime_changes {
+            let before = out.flagged.len();
+            out.flagged
+                .retain(|w| !regimes::straddles(r, w.end_ms, window_ms));
+            r.absorbed_windows = before - out.flagged.len();
+        }
     }
     out.episodes = merge_episodes(&out.flagged, p.episode_gap);
     out

@@ -4,15 +4,26 @@
 //! ```text
 //! {"type":"window","host":"local","window":37,"start_ms":…,"detectors":["zscore"],…}
 //! {"type":"episode","host":"local","first_window":37,"last_window":39,…}
+//! {"type":"regime_change","host":"local","start_ms":…,"detected_ms":…,"summary":"A new regime since …",…}
+//! {"type":"host_deviation","host":"node3","subsystem":"memory","score":41.2,"since_ms":…,"evidence":[…],…}
 //! ```
+//!
+//! Line types: `host` (what was analyzed, notes), `window` (a flagged window: detectors,
+//! scores, evidence with claims), `episode` (consecutive flagged windows), `regime_change`
+//! (a persistent, stable shift of one host, reported once: start, the shifted
+//! channel–features with their levels before and after, and flagged windows at its start
+//! counted on it as `absorbed_windows`), and `host_deviation` (a host whose subsystem
+//! deviates persistently from the other hosts of the recording: score in robust-z units,
+//! first and last window, evidence with claims; only for recordings of two or more hosts).
 
 use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use crate::crosshost::HostDeviation;
 use crate::episodes::Episode;
 use crate::matrix::Subsystem;
-use crate::pipeline::{FlaggedWindow, HostAnalysis, HostSummary};
+use crate::pipeline::{FlaggedWindow, HostAnalysis, HostSummary, RegimeReport};
 
 /// Rows of the Markdown window table per host; the JSON has all of them.
 pub const MAX_MARKDOWN_ROWS: usize = 200;
@@ -27,17 +38,21 @@ enum Line<'a> {
     },
     Window(&'a FlaggedWindow),
     Episode(&'a Episode),
+    RegimeChange(&'a RegimeReport),
+    HostDeviation(&'a HostDeviation),
+}
+
+fn push_line(out: &mut String, l: Line) {
+    // Serializing these plain structs cannot fail; non-finite floats become null.
+    out.push_str(&serde_json::to_string(&l).unwrap_or_default());
+    out.push('\n');
 }
 
 /// JSON lines for all hosts: a `host` summary line, then its windows, then its episodes.
 pub fn json_lines(analyses: &[HostAnalysis]) -> String {
     let mut out = String::new();
     for a in analyses {
-        let mut push = |l: Line| {
-            // Serializing these plain structs cannot fail; non-finite floats become null.
-            out.push_str(&serde_json::to_string(&l).unwrap_or_default());
-            out.push('\n');
-        };
+        let mut push = |l: Line| push_line(&mut out, l);
         push(Line::Host {
             host: &a.host,
             summary: &a.summary,
@@ -49,6 +64,18 @@ pub fn json_lines(analyses: &[HostAnalysis]) -> String {
         for e in &a.episodes {
             push(Line::Episode(e));
         }
+        for r in &a.regime_changes {
+            push(Line::RegimeChange(r));
+        }
+    }
+    out
+}
+
+/// JSON lines of cross-host findings, one `host_deviation` object each.
+pub fn deviation_lines(found: &[HostDeviation]) -> String {
+    let mut out = String::new();
+    for f in found {
+        push_line(&mut out, Line::HostDeviation(f));
     }
     out
 }
@@ -106,6 +133,7 @@ pub fn markdown(analyses: &[HostAnalysis]) -> String {
         for n in &a.notes {
             let _ = writeln!(md, "\n> Note: {n}");
         }
+        regime_markdown(&mut md, &a.regime_changes);
         if a.flagged.is_empty() {
             md.push_str("\nNo anomalous windows.\n");
             continue;
@@ -174,6 +202,32 @@ pub fn markdown(analyses: &[HostAnalysis]) -> String {
         }
     }
     md
+}
+
+/// A host's regime changes: one row each, before its anomalous windows.
+fn regime_markdown(md: &mut String, changes: &[RegimeReport]) {
+    if changes.is_empty() {
+        return;
+    }
+    md.push_str(
+        "\n### Regime changes\n\n| Start | Recognized | Shifted features | Largest shift | Summary |\n\
+         | --- | --- | --- | --- | --- |\n",
+    );
+    for r in changes {
+        let largest = r
+            .column_names
+            .first()
+            .map_or("–".to_string(), |n| format!("`{}`", cell(n)));
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} |",
+            clock(r.change.start_ms),
+            clock(r.change.detected_ms),
+            r.change.shifted,
+            largest,
+            cell(&r.summary)
+        );
+    }
 }
 
 /// Escapes a Markdown table cell.
