@@ -6,24 +6,21 @@
 //! and the next one catches up from the checkpointed time (up to one baseline of history);
 //! undelivered anomaly samples and alerts wait in bounded queues.
 
+mod alerts;
 pub mod metrics;
 pub mod server;
+mod start;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use prometheus_client::registry::Registry;
-
-use crate::alertmanager::{AlertSender, Finding};
-use crate::checkpoint::{Checkpoint, OpenEpisode, Store};
+use crate::alertmanager::AlertSender;
+use crate::checkpoint::{Checkpoint, Store};
 use crate::config::Config;
-use crate::http::HttpClient;
-use crate::kinds::MetricSet;
 use crate::matrix::HostMatrix;
-use crate::online::tracker::{Event, Tracker, TrackerParams};
-use crate::online::{Engine, EngineParams, Outcome};
-use crate::promapi::PromClient;
+use crate::online::tracker::{Event, Tracker};
+use crate::online::{Engine, Outcome};
 use crate::remote_write::{Batch, RemoteWriter, WindowPoint};
 use crate::source::prometheus::PrometheusSource;
 use crate::source::scrape::ScrapeSource;
@@ -33,7 +30,7 @@ pub use metrics::SelfMetrics;
 pub use server::{Health, Server};
 
 /// Anomaly samples kept while remote write is failing (oldest dropped beyond).
-const MAX_PENDING_SAMPLES: usize = 1_000_000;
+pub(crate) const MAX_PENDING_SAMPLES: usize = 1_000_000;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServiceError {
@@ -52,7 +49,7 @@ pub enum ServiceError {
     Setup(String),
 }
 
-enum Input {
+pub(crate) enum Input {
     Prometheus(PrometheusSource),
     Scrape(ScrapeSource),
 }
@@ -63,7 +60,7 @@ pub fn now_ms() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
-fn at(ms: i64) -> SystemTime {
+pub(crate) fn at(ms: i64) -> SystemTime {
     UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64)
 }
 
@@ -86,130 +83,6 @@ pub struct Service {
 }
 
 impl Service {
-    /// Builds the service from a checked config: clients, checkpoint, HTTP listener.
-    pub async fn start(
-        config: Config,
-    ) -> Result<(Service, tokio::task::JoinHandle<()>), ServiceError> {
-        let mut registry = Registry::default();
-        let metrics = SelfMetrics::new(&mut registry);
-        let health = Arc::new(Health::default());
-        let addr = config.listen_address;
-        let listener = Server::bind(addr)
-            .await
-            .map_err(|source| ServiceError::Listen { addr, source })?;
-        let server = Arc::new(Server {
-            registry: Arc::new(registry),
-            health: health.clone(),
-        });
-        let server_task = tokio::spawn(server.serve(listener));
-        tracing::info!(%addr, "serving /metrics, /-/healthy, /-/ready");
-
-        let store = Store::open(&config.state_dir)?;
-        let checkpoint = match store.load() {
-            Ok(Some(c)) => {
-                tracing::info!(
-                    analyzed_until = %crate::alertmanager::rfc3339(at(c.analyzed_until_ms)),
-                    open_episodes = c.open_episodes.len(),
-                    "resuming from checkpoint"
-                );
-                c
-            }
-            Ok(None) => Checkpoint::default(),
-            Err(e @ crate::checkpoint::CheckpointError::Corrupt { .. }) => {
-                let aside = store.set_aside()?;
-                tracing::error!(error = %e, kept = %aside.display(), "unreadable checkpoint set aside; starting fresh");
-                Checkpoint::default()
-            }
-            Err(e) => return Err(e.into()),
-        };
-
-        let a = &config.analysis;
-        let step_ms = a.step.0.as_millis() as i64;
-        let input = if let Some(p) = &config.source.prometheus {
-            let client = PromClient::new(HttpClient::new(&p.http_client())?, &p.url);
-            Input::Prometheus(PrometheusSource::new(
-                client,
-                &config.metrics,
-                step_ms,
-                &p.host_label,
-            )?)
-        } else if let Some(s) = &config.source.scrape {
-            let set = MetricSet::new(&config.metrics, "metrics")
-                .map_err(|e| ServiceError::Setup(e.to_string()))?;
-            let src = ScrapeSource::new(&s.targets, step_ms, set);
-            // Enough raw history for the windows of a few passes; the baseline keeps features.
-            let retention = a.window.0 + a.stride.0 * 4 + a.delay.0 + Duration::from_secs(5);
-            src.spawn(HttpClient::new(&s.http_client())?, s.interval.0, retention);
-            Input::Scrape(src)
-        } else {
-            return Err(ServiceError::Setup("no source configured".into()));
-        };
-
-        let writer = match &config.outputs.remote_write {
-            Some(rw) => Some(RemoteWriter::new(
-                HttpClient::new(&rw.http_client())?,
-                rw.url.clone(),
-                MAX_PENDING_SAMPLES,
-            )),
-            None => None,
-        };
-        let mut alerts = match &config.outputs.alertmanager {
-            Some(am) => Some(AlertSender::new(
-                HttpClient::new(&am.http_client())?,
-                &am.urls,
-                am.resend_interval.0,
-                am.queue_capacity,
-            )),
-            None => None,
-        };
-        if let Some(tx) = alerts.as_mut() {
-            tx.set_generator_url(format!("http://{addr}/metrics"));
-        }
-        let e = a.episodes;
-        let mut tracker = Tracker::new(TrackerParams {
-            min_agreement: e.min_agreement,
-            open_after: e.open_after,
-            close_after: e.close_after,
-            window_ms: a.window.0.as_millis() as i64,
-        });
-        tracker.restore(&checkpoint.open_episodes);
-        if let Some(tx) = alerts.as_mut() {
-            // Same key and labels as before the restart: Alertmanager sees the same alert.
-            for ep in &checkpoint.open_episodes {
-                upsert_alerts(tx, ep, SystemTime::now());
-            }
-        }
-        let reports = match &config.outputs.reports_dir {
-            Some(d) => Some(
-                crate::online::reports::Reports::open(d)
-                    .map_err(|e| ServiceError::Setup(e.to_string()))?,
-            ),
-            None => None,
-        };
-        let engine = Engine::new(EngineParams::from_config(a));
-        metrics
-            .episodes_open
-            .set(checkpoint.open_episodes.len() as i64);
-        Ok((
-            Service {
-                config,
-                input,
-                engine,
-                tracker,
-                writer,
-                alerts,
-                store,
-                checkpoint,
-                metrics,
-                health,
-                reports,
-                last_warmup_log: None,
-                learned: false,
-            },
-            server_task,
-        ))
-    }
-
     /// Runs passes every stride until `shutdown` resolves, then checkpoints once more.
     pub async fn run(mut self, shutdown: impl std::future::Future<Output = ()>) {
         tokio::pin!(shutdown);
@@ -400,12 +273,12 @@ impl Service {
                 self.metrics.episodes_opened.inc();
                 tracing::info!(episode = %ep.id, subsystem = %ep.subsystem, severity = %ep.severity, summary = %ep.summary, "episode opened");
                 if let Some(tx) = self.alerts.as_mut() {
-                    upsert_alerts(tx, &ep, now);
+                    alerts::upsert_alerts(tx, &ep, now);
                 }
             }
             Event::Extended(ep) => {
                 if let Some(tx) = self.alerts.as_mut() {
-                    upsert_alerts(tx, &ep, now);
+                    alerts::upsert_alerts(tx, &ep, now);
                 }
             }
             Event::Closed(ep) => {
@@ -414,8 +287,8 @@ impl Service {
                     r.episode(&ep);
                 }
                 if let Some(tx) = self.alerts.as_mut() {
-                    for sub in alerted(&ep) {
-                        tx.resolve(&alert_key(&ep, sub), at(ep.last_flagged_ms));
+                    for sub in alerts::alerted(&ep) {
+                        tx.resolve(&alerts::alert_key(&ep, sub), at(ep.last_flagged_ms));
                     }
                 }
             }
@@ -482,49 +355,6 @@ fn set_counter(c: &prometheus_client::metrics::counter::Counter, total: u64) {
     let cur = c.get();
     if total > cur {
         c.inc_by(total - cur);
-    }
-}
-
-/// The subsystems an episode alerts on (checkpoints from before per-subsystem alerts hold
-/// only the heaviest).
-fn alerted(ep: &OpenEpisode) -> Vec<&str> {
-    if ep.subsystems.is_empty() {
-        vec![ep.subsystem.as_str()]
-    } else {
-        ep.subsystems.iter().map(String::as_str).collect()
-    }
-}
-
-fn alert_key(ep: &OpenEpisode, subsystem: &str) -> String {
-    format!("{}/{subsystem}", ep.id)
-}
-
-/// One alert per alerted subsystem of the episode.
-fn upsert_alerts(tx: &mut AlertSender, ep: &OpenEpisode, now: SystemTime) {
-    for sub in alerted(ep) {
-        tx.upsert(&alert_key(ep, sub), finding(ep, sub), now);
-    }
-}
-
-fn finding(ep: &OpenEpisode, subsystem: &str) -> Finding {
-    Finding {
-        alertname: "RevealAnomaly",
-        instance: ep.instance.clone(),
-        subsystem: subsystem.to_string(),
-        severity: match ep.severity.as_str() {
-            "critical" => "critical",
-            "warning" => "warning",
-            _ => "info",
-        },
-        summary: ep
-            .claims
-            .get(subsystem)
-            .cloned()
-            .unwrap_or_else(|| ep.summary.clone()),
-        description: ep.description.clone(),
-        detectors: ep.detectors.clone(),
-        start: at(ep.start_ms),
-        last_window_end: at(ep.last_flagged_ms),
     }
 }
 

@@ -1,0 +1,131 @@
+use super::*;
+use crate::matrix::{Channel, Kind, MetricType};
+use prometheus_client::registry::Registry;
+
+fn noise(seed: &mut u64) -> f64 {
+    *seed ^= *seed << 13;
+    *seed ^= *seed >> 7;
+    *seed ^= *seed << 17;
+    (*seed >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+}
+
+/// `secs` seconds of 100 ms samples from `start`: three CPU channels and one storage
+/// channel of noise; the storage channel bursts during `burst` (ms range).
+fn host(start: i64, secs: i64, burst: std::ops::Range<i64>, seed: &mut u64) -> HostMatrix {
+    let names = [
+        ("cpu_a", Subsystem::Cpu),
+        ("cpu_b", Subsystem::Cpu),
+        ("cpu_c", Subsystem::Cpu),
+        ("disk_w", Subsystem::Storage),
+    ];
+    let n = (secs * 10) as usize;
+    let mut values = Array2::zeros((names.len(), n));
+    for t in 0..n {
+        let ts = start + t as i64 * 100;
+        for c in 0..names.len() {
+            let base = 10.0 + noise(seed);
+            values[[c, t]] = if c == 3 && burst.contains(&ts) {
+                200.0 + 50.0 * noise(seed)
+            } else {
+                base
+            };
+        }
+    }
+    HostMatrix {
+        host: "h:1".into(),
+        start_ms: start,
+        step_ms: 100,
+        channels: names
+            .iter()
+            .map(|(n, s)| Channel {
+                name: n.to_string(),
+                metric: n.to_string(),
+                subsystem: *s,
+                kind: Kind::Dynamic,
+                metric_type: MetricType::Gauge,
+            })
+            .collect(),
+        values,
+        non_finite_samples: 0,
+    }
+}
+
+fn params() -> EngineParams {
+    EngineParams {
+        window: WindowConfig::default(),
+        features: FeatureConfig { adf: false },
+        baseline_ms: 600_000,
+        refit_ms: 600_000,
+        warmup_ms: 300_000,
+        seed: 1,
+        min_agreement: 2,
+        detectors: None,
+    }
+}
+
+#[test]
+fn warms_up_then_flags_a_storage_burst_and_attributes_it() {
+    let metrics = SelfMetrics::new(&mut Registry::default());
+    let mut e = Engine::new(params());
+    let mut seed = 99;
+    let t0 = 1_700_000_000_000;
+    // Five minutes of history: learned, not scored.
+    let hist = host(t0 - 303_000, 303, 0..0, &mut seed);
+    e.learn(&hist, t0 - 300_000, t0, &[], &metrics);
+    assert!(!e.status().warming_up, "{:?}", e.status());
+
+    // Then 20 s live with a 5 s burst starting at t0 + 10 s.
+    let live = host(t0 - 3_000, 23, t0 + 10_000..t0 + 15_000, &mut seed);
+    let out = e.process(&live, t0, t0 + 20_000, &metrics);
+    assert_eq!(out.len(), 20);
+    let scored: Vec<&WindowScore> = out
+        .iter()
+        .filter_map(|o| match o {
+            Outcome::Scored(w) => Some(w),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(scored.len(), 20);
+    let quiet = scored
+        .iter()
+        .filter(|w| w.end_ms <= t0 + 10_000 || w.end_ms > t0 + 18_000);
+    assert!(
+        quiet.clone().all(|w| w.agreement < 2),
+        "{:?}",
+        quiet
+            .map(|w| (w.end_ms - t0, w.agreement))
+            .collect::<Vec<_>>()
+    );
+    let burst: Vec<_> = scored
+        .iter()
+        .filter(|w| w.end_ms > t0 + 11_000 && w.end_ms <= t0 + 17_000)
+        .collect();
+    for w in &burst {
+        assert!(
+            w.agreement >= 2,
+            "window ending {} ms after t0: {:?}",
+            w.end_ms - t0,
+            w.scores
+        );
+        let top = w
+            .subsystems
+            .iter()
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .unwrap();
+        assert_eq!(top.0, "storage", "{:?}", w.subsystems);
+        assert!(w.summary.starts_with("disk_w (storage)"), "{}", w.summary);
+    }
+}
+
+#[test]
+fn realign_pads_and_cuts_on_the_grid() {
+    let mut seed = 1;
+    let m = host(1_000, 2, 0..0, &mut seed);
+    let a = realign(&m, 800, 1_500);
+    assert_eq!(a.n_steps(), 7);
+    assert!(a.values[[0, 0]].is_nan() && a.values[[0, 1]].is_nan());
+    assert_eq!(a.values[[0, 2]], m.values[[0, 0]]);
+    // Off-grid starts (scrape jitter) snap to the nearest step.
+    let a = realign(&m, 1_007, 1_500);
+    assert_eq!(a.values[[0, 0]], m.values[[0, 0]]);
+}
