@@ -182,6 +182,11 @@ impl Service {
                 }
             }
         }
+        // Hosts against each other, in the newest window they all have.
+        let rows = self.engine.rows_at(target);
+        for (host, subsystem, z) in crate::online::crosshost::deviations(&rows) {
+            batch.add_deviation(&host, &subsystem, target, z);
+        }
         self.report_warmup();
         self.checkpoint.analyzed_until_ms = target;
         self.checkpoint.open_episodes = self.tracker.open();

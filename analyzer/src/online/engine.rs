@@ -64,6 +64,8 @@ struct Col {
     channel: String,
     feature: Feature,
     subsystem: Subsystem,
+    /// `channel__feature`, the name hosts are compared by.
+    key: String,
 }
 
 #[derive(Default)]
@@ -99,6 +101,26 @@ impl Engine {
             exclude: Vec::new(),
             hosts: BTreeMap::new(),
         }
+    }
+
+    /// Each host's newest window that ends at `end_ms`, as (channel-feature, subsystem,
+    /// value) for cross-host comparison.
+    pub fn rows_at(&self, end_ms: i64) -> Vec<crate::online::crosshost::HostRow<'_>> {
+        self.hosts
+            .iter()
+            .filter_map(|(name, h)| {
+                let (end, row, _) = h.ring.back()?;
+                (*end == end_ms).then(|| {
+                    let feats = h
+                        .layout
+                        .iter()
+                        .zip(row.iter())
+                        .map(|(c, v)| (c.key.as_str(), c.subsystem.as_str(), *v))
+                        .collect();
+                    (name.as_str(), feats)
+                })
+            })
+            .collect()
     }
 
     pub fn status(&self) -> Status {
@@ -211,6 +233,7 @@ impl Engine {
                     channel: name.clone(),
                     feature: col.feature,
                     subsystem: col.subsystem,
+                    key: format!("{name}__{}", col.feature.suffix()),
                 });
                 host.layout.len() - 1
             });
