@@ -1,13 +1,11 @@
 //! Runs the enabled collectors on each scrape, owns the self-metrics, and encodes the
-//! exposition through `prometheus-client`.
+//! exposition ([`crate::encode`]).
 
 use crate::collectors::{Collector, Settings, COLLECTORS};
-use crate::scrape::{Desc, Kind, Scrape, Unit};
+use crate::encode;
+use crate::scrape::{Desc, Scrape, Unit};
 use crate::selection::Selection;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
-use prometheus_client::metrics::counter::ConstCounter;
-use prometheus_client::metrics::gauge::ConstGauge;
-use prometheus_client::metrics::MetricType;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -45,8 +43,12 @@ struct Slot {
 /// The enabled collectors, behind a lock: scrapes are serialized, which also bounds the work
 /// a flood of concurrent scrapes can cause.
 pub struct Runner {
-    slots: Arc<Mutex<Vec<Slot>>>,
-    registry: prometheus_client::registry::Registry,
+    slots: Mutex<Vec<Slot>>,
+    selection: Option<Arc<Selection>>,
+    /// The last exposition's length: the next one is allocated at once at about that size.
+    last_len: AtomicUsize,
+    /// The `collector` label of each slot, built once for the self-metrics.
+    names: Vec<crate::scrape::Labels>,
 }
 
 impl std::fmt::Debug for Runner {
@@ -76,10 +78,13 @@ impl Runner {
         if let Some(bad) = names.iter().find(|n| !COLLECTORS.iter().any(|e| e.name == **n)) {
             return Err(format!("unknown collector {bad:?}"));
         }
-        let slots = Arc::new(Mutex::new(slots));
-        let mut registry = prometheus_client::registry::Registry::default();
-        registry.register_collector(Box::new(Render(slots.clone(), settings.selection.clone())));
-        Ok(Runner { slots, registry })
+        let names = slots.iter().map(|s| vec![("collector", s.collector.name().to_string())]).collect();
+        Ok(Runner {
+            slots: Mutex::new(slots),
+            selection: settings.selection.clone(),
+            last_len: AtomicUsize::new(64 * 1024),
+            names,
+        })
     }
 
     /// Builds every collector that is on by default.
@@ -100,19 +105,17 @@ impl Runner {
 
     /// Runs every collector and renders the OpenMetrics exposition.
     pub fn render(&self) -> String {
-        let mut out = String::with_capacity(64 * 1024);
-        // Writing to a String cannot fail, and the runner's own encoding returns no error.
-        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
-        out
+        self.render_as(Format::OpenMetrics)
     }
 
     /// Runs every collector and renders it in the requested format.
     pub fn render_as(&self, format: Format) -> String {
-        let om = self.render();
-        match format {
-            Format::OpenMetrics => om,
-            Format::Text => openmetrics_to_text(&om),
-        }
+        // A little headroom over the last size, so a slowly growing exposition (a new
+        // interrupt line, a new disk) does not reallocate the whole buffer.
+        let mut out = String::with_capacity(self.last_len.load(Ordering::Relaxed) + 4096);
+        self.encode_into(&mut out, format);
+        self.last_len.store(out.len(), Ordering::Relaxed);
+        out
     }
 
     fn update_all(slots: &mut [Slot]) {
@@ -147,13 +150,10 @@ impl Runner {
         }
     }
 
-    fn encode_into(
-        slots: &Mutex<Vec<Slot>>,
-        selection: Option<&Selection>,
-        encoder: &mut DescriptorEncoder,
-    ) -> Result<(), std::fmt::Error> {
-        let mut slots = lock(slots);
+    fn encode_into(&self, out: &mut String, format: Format) {
+        let mut slots = self.lock();
         Self::update_all(&mut slots);
+        let selection = self.selection.as_deref();
         for slot in slots.iter() {
             for fam in slot.scrape.families() {
                 let rule = match selection.map(|sel| sel.rule(fam.desc)) {
@@ -168,61 +168,18 @@ impl Runner {
                 if !fam.samples.iter().any(|s| keep(&s)) {
                     continue;
                 }
-                encode_family(encoder, fam.desc, fam.samples.iter().filter(keep).map(|s| (&s.labels, s.value)))?;
+                let samples = fam.samples.iter().filter(keep).map(|s| (&s.labels, s.value));
+                encode::family(out, format, fam.desc, samples);
             }
         }
-        let names: Vec<_> = slots.iter().map(|s| vec![("collector", s.collector.name().to_string())]).collect();
-        encode_family(encoder, &SUCCESS, names.iter().zip(slots.iter()).map(|(l, s)| (l, f64::from(u8::from(s.success)))))?;
-        encode_family(encoder, &DURATION, names.iter().zip(slots.iter()).map(|(l, s)| (l, s.duration)))?;
+        let names = self.names.iter();
+        let success = names.clone().zip(slots.iter()).map(|(l, s)| (l, f64::from(u8::from(s.success))));
+        encode::family(out, format, &SUCCESS, success);
+        encode::family(out, format, &DURATION, names.zip(slots.iter()).map(|(l, s)| (l, s.duration)));
         let version = vec![("version", env!("CARGO_PKG_VERSION").to_string())];
-        encode_family(encoder, &BUILD_INFO, std::iter::once((&version, 1.0)))?;
-        Ok(())
+        encode::family(out, format, &BUILD_INFO, std::iter::once((&version, 1.0)));
+        encode::finish(out, format);
     }
-}
-
-fn pc_unit(u: Unit) -> Option<prometheus_client::registry::Unit> {
-    use prometheus_client::registry::Unit as P;
-    match u {
-        Unit::None => None,
-        Unit::Seconds => Some(P::Seconds),
-        Unit::Bytes => Some(P::Bytes),
-        Unit::Joules => Some(P::Joules),
-        Unit::Celsius => Some(P::Celsius),
-        Unit::Volts => Some(P::Volts),
-        other => Some(P::Other(other.as_str().to_string())),
-    }
-}
-
-fn encode_family<'a>(
-    encoder: &mut DescriptorEncoder,
-    desc: &Desc,
-    samples: impl Iterator<Item = (&'a crate::scrape::Labels, f64)>,
-) -> Result<(), std::fmt::Error> {
-    let unit = pc_unit(desc.unit);
-    let kind = match desc.kind {
-        Kind::Counter => MetricType::Counter,
-        Kind::Gauge => MetricType::Gauge,
-    };
-    let mut me = encoder.encode_descriptor(desc.name, desc.help, unit.as_ref(), kind)?;
-    if desc.labels.is_empty() {
-        // A family without labels has one sample; encoding it without a label set keeps the
-        // exposition free of empty `{}`.
-        if let Some((_, value)) = samples.into_iter().next() {
-            match desc.kind {
-                Kind::Counter => ConstCounter::new(value).encode(me)?,
-                Kind::Gauge => ConstGauge::new(value).encode(me)?,
-            }
-        }
-        return Ok(());
-    }
-    for (labels, value) in samples {
-        let enc = me.encode_family(labels)?;
-        match desc.kind {
-            Kind::Counter => ConstCounter::new(value).encode(enc)?,
-            Kind::Gauge => ConstGauge::new(value).encode(enc)?,
-        }
-    }
-    Ok(())
 }
 
 fn lock(slots: &Mutex<Vec<Slot>>) -> std::sync::MutexGuard<'_, Vec<Slot>> {
@@ -231,25 +188,10 @@ fn lock(slots: &Mutex<Vec<Slot>>) -> std::sync::MutexGuard<'_, Vec<Slot>> {
     slots.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// The registry's view of the runner: each encode runs the collectors, then writes them out.
-struct Render(Arc<Mutex<Vec<Slot>>>, Option<Arc<Selection>>);
-
-impl std::fmt::Debug for Render {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Render")
-    }
-}
-
-impl prometheus_client::collector::Collector for Render {
-    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        Runner::encode_into(&self.0, self.1.as_deref(), &mut encoder)
-    }
-}
-
 /// Exposition formats the exporter can serve.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
-    /// OpenMetrics 1.0, what `prometheus-client` writes and Prometheus asks for first.
+    /// OpenMetrics 1.0, as `prometheus-client` writes it; what Prometheus asks for first.
     OpenMetrics,
     /// The Prometheus text format 0.0.4, for clients that do not ask for OpenMetrics
     /// (curl, `promtool check metrics`, older scrapers).
@@ -275,6 +217,7 @@ impl Format {
 
 /// Rewrites OpenMetrics text as Prometheus text 0.0.4: counter families take their `_total`
 /// sample name in HELP and TYPE, and the `# UNIT` and `# EOF` lines (not part of 0.0.4) go.
+/// The runner writes the text format directly; this is the reference its test compares with.
 pub fn openmetrics_to_text(om: &str) -> String {
     let mut out = String::with_capacity(om.len());
     let mut pending_help: Option<&str> = None;
