@@ -66,10 +66,9 @@ fn named_share(d: &dyn Detector, data: &Synthetic) -> f64 {
     hits as f64 / anomalous.len() as f64
 }
 
-/// `bar` applies to the z-score and PCA detectors and to the three together
-/// (a window ranked by its largest score/threshold); the forest must reach
-/// `forest_bar`.
-fn check(shifted: usize, shift: f64, bar: f64, forest_bar: f64) {
+/// `bar` applies to each detector and to the three together (a window
+/// ranked by its largest score/threshold).
+fn check(shifted: usize, shift: f64, bar: f64) {
     let data = generate(&spec(shifted, shift));
     let (outcomes, any) = evaluate(&data);
     for o in &outcomes {
@@ -84,13 +83,7 @@ fn check(shifted: usize, shift: f64, bar: f64, forest_bar: f64) {
         "{shifted} channels x {shift} sd: any detector (max score/threshold) ROC-AUC {any:.3}"
     );
     for o in &outcomes {
-        let want = if o.name == "iforest" { forest_bar } else { bar };
-        assert!(
-            o.auc >= want,
-            "{} ROC-AUC {:.3} below {want}",
-            o.name,
-            o.auc
-        );
+        assert!(o.auc >= bar, "{} ROC-AUC {:.3} below {bar}", o.name, o.auc);
         // Attribution: most anomalous windows are explained by a moved channel.
         assert!(o.named >= 0.6, "{}: {:.2}", o.name, o.named);
     }
@@ -99,13 +92,12 @@ fn check(shifted: usize, shift: f64, bar: f64, forest_bar: f64) {
 
 #[test]
 fn ten_channels_shifted_by_three_sigma() {
-    check(10, 3.0, 0.95, 0.95);
+    check(10, 3.0, 0.95);
 }
 
 #[test]
 fn three_channels_shifted_by_one_and_a_half_sigma() {
-    // The forest is the weakest default detector on this case (its splits
-    // see the window's five largest deviations, of which two are noise); it
-    // must still stay far above chance.
-    check(3, 1.5, 0.85, 0.7);
+    // The analyzer issue's bar for every detector. The forest is the closest
+    // to it: 0.87–0.96 over data seeds 7–11 (this test is seed 7, 0.87).
+    check(3, 1.5, 0.85);
 }

@@ -13,6 +13,9 @@ pub struct IForestModel {
     std: Standardizer,
     input: ForestInput,
     trees: Vec<Tree>,
+    /// Per embedded coordinate, the baseline median that lower values are
+    /// raised to (empty: none).
+    floor: Vec<f64>,
     /// c(ψ) for the subsample size used.
     norm: f64,
     threshold: f64,
@@ -24,6 +27,7 @@ impl IForestModel {
             std,
             input: p.input,
             trees: Vec::with_capacity(p.n_trees),
+            floor: Vec::new(),
             norm: 1.0,
             threshold: 0.0,
         };
@@ -34,6 +38,23 @@ impl IForestModel {
         for z in model.std.transform(x).rows() {
             model.embed_z(z, &mut row, None);
             data.extend_from_slice(&row);
+        }
+        // Top-|z| inputs are magnitudes: a window calmer than usual is no
+        // anomaly, yet isolation is two-sided and would isolate it as early
+        // as a deviating one. Raising each coordinate to its baseline median
+        // makes the calm half one dense mass that never isolates, so only
+        // the upper tail shortens paths.
+        if !matches!(p.input, ForestInput::Features) && width > 0 {
+            let mut col = Vec::with_capacity(n);
+            for j in 0..width {
+                col.clear();
+                col.extend(data.iter().skip(j).step_by(width).copied());
+                col.sort_by(f64::total_cmp);
+                model.floor.push(col[col.len() / 2]);
+            }
+            for (i, v) in data.iter_mut().enumerate() {
+                *v = v.max(model.floor[i % width]);
+            }
         }
         let psi = p.max_samples.min(n);
         model.norm = average_path_length(psi).max(f64::MIN_POSITIVE);
@@ -65,7 +86,7 @@ impl IForestModel {
         let used = self.std.used().len();
         match self.input {
             ForestInput::Features => used,
-            ForestInput::TopZ { m } => m.min(used),
+            ForestInput::TopZ { m } | ForestInput::TopZEvidence { m } => m.min(used),
         }
     }
 
@@ -81,7 +102,7 @@ impl IForestModel {
                     r.extend(0..out.len());
                 }
             }
-            ForestInput::TopZ { m } => {
+            ForestInput::TopZ { m } | ForestInput::TopZEvidence { m } => {
                 let m = m.min(out.len());
                 let mut idx: Vec<usize> = (0..out.len()).collect();
                 let key = |&i: &usize| out[i].abs();
@@ -90,7 +111,17 @@ impl IForestModel {
                 }
                 idx.truncate(m);
                 idx.sort_by(|a, b| key(b).total_cmp(&key(a)));
-                let top: Vec<f64> = idx.iter().map(key).collect();
+                let mut top: Vec<f64> = idx.iter().map(key).collect();
+                if let ForestInput::TopZEvidence { .. } = self.input {
+                    let mut acc = 0.0;
+                    for v in top.iter_mut() {
+                        acc += *v * *v;
+                        *v = acc;
+                    }
+                }
+                for (v, f) in top.iter_mut().zip(&self.floor) {
+                    *v = v.max(*f);
+                }
                 *out = top;
                 if let Some(r) = ranks {
                     *r = idx;
@@ -139,8 +170,22 @@ impl Detector for IForestModel {
         let z = self.std.transform_row(x);
         self.embed_z(z.view(), &mut v, Some(&mut ranks));
         let mut weight = vec![0.0; self.std.used().len()];
+        let evidence = matches!(self.input, ForestInput::TopZEvidence { .. });
         for t in &self.trees {
-            t.walk(&v, |dim, isolation| weight[ranks[dim]] += isolation);
+            t.walk(&v, |dim, isolation| {
+                if evidence && v[dim] > 0.0 {
+                    // Coordinate `dim` sums the squares of ranks 0..=dim:
+                    // the split's credit is shared by each rank's square.
+                    let mut below = 0.0;
+                    for (i, &rank) in ranks[..=dim].iter().enumerate() {
+                        let sq = v[i] - below;
+                        below = v[i];
+                        weight[rank] += isolation * sq / v[dim];
+                    }
+                } else {
+                    weight[ranks[dim]] += isolation;
+                }
+            });
         }
         // On residual input, a split on a rank isolates the window through
         // that rank's residual; which feature explains it is the
@@ -213,6 +258,45 @@ mod tests {
         let top_z = IForestParams::default().scaling(crate::detect::scale::Scaling::Robust);
         let m = top_z.fit(x.view()).unwrap();
         assert_eq!(m.attribute(x.row(0), 1)[0].feature, 2);
+    }
+
+    #[test]
+    fn evidence_embedding_sums_squares_of_the_largest() {
+        let mut x = gaussian(300, 8);
+        x[[0, 5]] = 7.0;
+        x[[0, 1]] = -5.0;
+        let p = IForestParams::default().scaling(crate::detect::scale::Scaling::Robust);
+        let m = p.fit(x.view()).unwrap();
+        let (mut v, mut ranks) = (Vec::new(), Vec::new());
+        let z = m.std.transform_row(x.row(0));
+        m.embed_z(z.view(), &mut v, Some(&mut ranks));
+        assert_eq!(v.len(), 5);
+        assert_eq!(&ranks[..2], &[5, 1]);
+        assert!((v[0] - z[5] * z[5]).abs() < 1e-12);
+        assert!((v[1] - v[0] - z[1] * z[1]).abs() < 1e-9);
+        assert!(v.windows(2).all(|w| w[1] >= w[0]));
+        let a = m.attribute(x.row(0), 2);
+        assert_eq!(a[0].feature, 5);
+        assert_eq!(a[1].feature, 1);
+    }
+
+    #[test]
+    fn calmer_than_usual_is_not_anomalous() {
+        // Top-|z| input: a window with every deviation near zero is rare in
+        // the embedding, but must not score above the usual windows.
+        let x = gaussian(500, 40);
+        let m = IForestParams::default()
+            .scaling(crate::detect::scale::Scaling::Robust)
+            .fit(x.view())
+            .unwrap();
+        let calm = ndarray::Array1::zeros(40);
+        let scores = m.score_many(x.view());
+        let median = crate::detect::percentile(&scores.to_vec(), 50.0);
+        assert!(
+            m.score(calm.view()) <= median,
+            "{} {median}",
+            m.score(calm.view())
+        );
     }
 
     #[test]
