@@ -29,7 +29,11 @@ pub fn family<'a>(
 ) {
     let unit = desc.unit.as_str();
     let counter = desc.kind == Kind::Counter;
-    let suffix = if counter && format == Format::Text { "_total" } else { "" };
+    let suffix = if counter && format == Format::Text {
+        "_total"
+    } else {
+        ""
+    };
     let kind = if counter { "counter" } else { "gauge" };
     for (head, tail) in [("# HELP ", desc.help), ("# TYPE ", kind)] {
         out.push_str(head);
@@ -173,7 +177,10 @@ mod tests {
                     (l(&[("cpu", "10"), ("mode", "é")]), 1e21),
                 ],
             ),
-            (&G, vec![(l(&[("chip", "x")]), -3.25), (l(&[("chip", "y")]), 1e-7)]),
+            (
+                &G,
+                vec![(l(&[("chip", "x")]), -3.25), (l(&[("chip", "y")]), 1e-7)],
+            ),
             (&R, vec![(Vec::new(), 0.5), (Vec::new(), 9.0)]),
             (&N, vec![(Vec::new(), 18446744073709551615.0)]),
             (&G, vec![]),

@@ -295,11 +295,7 @@ impl Collector for DiskstatsCollector {
         for d in disks.iter().filter(|d| !self.exclude.matches(d.name)) {
             for ((desc, factor), v) in FIELDS.iter().zip(d.stats) {
                 if let Some(v) = v {
-                    out.push(
-                        desc,
-                        vec![("device", d.name.to_string())],
-                        v as f64 * factor,
-                    );
+                    out.push_values(desc, &[d.name], v as f64 * factor);
                 }
             }
         }

@@ -206,20 +206,8 @@ impl Collector for HugepagesCollector {
                     }
                 };
                 match &p.node {
-                    None => out.push(
-                        &POOL,
-                        vec![("size", p.size.clone()), ("state", state.to_string())],
-                        v as f64,
-                    ),
-                    Some(n) => out.push(
-                        &NUMA,
-                        vec![
-                            ("node", n.clone()),
-                            ("size", p.size.clone()),
-                            ("state", state.to_string()),
-                        ],
-                        v as f64,
-                    ),
+                    None => out.push_values(&POOL, &[&p.size, state], v as f64),
+                    Some(n) => out.push_values(&NUMA, &[n, &p.size, state], v as f64),
                 }
             }
         }

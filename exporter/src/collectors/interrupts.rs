@@ -22,7 +22,7 @@
 use super::{Collector, Settings};
 use crate::error::{CollectError, ParseError};
 use crate::read::KeptFile;
-use crate::scrape::{Desc, Scrape, Unit};
+use crate::scrape::{index_str, Desc, Scrape, Unit};
 use std::collections::HashMap;
 
 /// Flags of the interrupts collector.
@@ -279,11 +279,7 @@ impl InterruptsCollector {
             .sort_unstable_by(|&a, &b| lines[b].total.cmp(&lines[a].total).then(a.cmp(&b)));
         for &i in self.order.iter().take(self.top) {
             let l = &self.lines[i];
-            out.push(
-                &LINE_INTERRUPTS,
-                vec![("irq", l.irq.clone()), ("device", l.device.clone())],
-                l.total as f64,
-            );
+            out.push_values(&LINE_INTERRUPTS, &[&l.irq, &l.device], l.total as f64);
         }
     }
 }
@@ -299,11 +295,9 @@ impl Collector for InterruptsCollector {
             let parsed = parse_interrupts(&buf).map_err(|e| CollectError::parse(&self.path, e))?;
             self.account(&parsed);
             for &cpu in &parsed.cpus {
-                out.push(
-                    &CPU_INTERRUPTS,
-                    vec![("cpu", cpu.to_string())],
-                    self.per_cpu[cpu as usize] as f64,
-                );
+                let mut b = [0; 20];
+                let label = index_str(u64::from(cpu), &mut b);
+                out.push_values(&CPU_INTERRUPTS, &[label], self.per_cpu[cpu as usize] as f64);
             }
             Ok(())
         });

@@ -251,7 +251,7 @@ impl Collector for MeminfoCollector {
         m.for_each_bytes(|desc, v| out.push1(desc, v as f64));
         for (state, v) in HUGEPAGE_STATES.iter().zip(m.hugepages) {
             if let Some(v) = v {
-                out.push(&HUGEPAGES, vec![("state", (*state).to_string())], v as f64);
+                out.push_values(&HUGEPAGES, &[state], v as f64);
             }
         }
         if let Some(v) = m.hugepage_size_bytes {

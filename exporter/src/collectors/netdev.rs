@@ -261,7 +261,7 @@ impl Collector for NetdevCollector {
         let nd = parse_netdev(&self.buf).map_err(|e| CollectError::parse(&self.path, e))?;
         for (name, values) in nd.devices.iter().filter(|(n, _)| !self.exclude.matches(n)) {
             for (desc, v) in nd.columns.iter().zip(values) {
-                out.push(desc, vec![("device", name.to_string())], *v as f64);
+                out.push_values(desc, &[name], *v as f64);
             }
         }
         Ok(())

@@ -198,16 +198,13 @@ impl Collector for NetstatCollector {
             parse_snmp6(snmp6_buf, &mut fields).map_err(|e| CollectError::parse(&self.snmp6, e))?;
         }
         for f in &fields {
-            let labels = vec![
-                ("protocol", f.protocol.to_string()),
-                ("field", f.field.to_string()),
-            ];
+            let labels = [f.protocol, f.field];
             if f.is_value() {
-                out.push(&VALUES, labels, f.value as f64);
+                out.push_values(&VALUES, &labels, f.value as f64);
             } else if f.value >= 0 {
                 // A negative counter is not a count of anything; leave it out rather than
                 // expose a counter that goes backwards.
-                out.push(&EVENTS, labels, f.value as f64);
+                out.push_values(&EVENTS, &labels, f.value as f64);
             }
         }
         self.capacity = fields.len();

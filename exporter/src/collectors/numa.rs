@@ -266,11 +266,7 @@ impl NumaCollector {
         let stats = parse_numastat(buf).map_err(|e| CollectError::parse(&node.numastat, e))?;
         for (key, v) in NUMASTAT_KEYS.iter().zip(stats) {
             if let Some(v) = v {
-                out.push(
-                    &EVENTS,
-                    vec![("node", node.id.clone()), ("event", (*key).to_string())],
-                    v as f64,
-                );
+                out.push_values(&EVENTS, &[&node.id, key], v as f64);
             }
         }
         node.meminfo.read_into(buf)?;
@@ -281,16 +277,12 @@ impl NumaCollector {
         }
         for (key, v) in &m.sizes {
             if let Some(desc) = field_desc(key) {
-                out.push(desc, vec![("node", node.id.clone())], *v as f64);
+                out.push_values(desc, &[&node.id], *v as f64);
             }
         }
         for (state, v) in HUGEPAGE_STATES.iter().zip(m.hugepages) {
             if let Some(v) = v {
-                out.push(
-                    &HUGEPAGES,
-                    vec![("node", node.id.clone()), ("state", (*state).to_string())],
-                    v as f64,
-                );
+                out.push_values(&HUGEPAGES, &[&node.id, state], v as f64);
             }
         }
         Ok(())

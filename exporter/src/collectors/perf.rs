@@ -475,20 +475,15 @@ impl Collector for PerfCollector {
             // A CPU taken offline after start: its counters read empty; skip, keep the others.
             let Some(counts) = counts else { continue };
             if let Some(r) = counts.running_ratio() {
-                out.push(
-                    &RUNNING_RATIO,
-                    vec![("cpu", l.cpu_label.clone()), ("group", pg.name.clone())],
-                    r,
-                );
+                out.push_values(&RUNNING_RATIO, &[&l.cpu_label, &pg.name], r);
             }
             for (i, &m) in l.group.members.iter().enumerate() {
                 let ev = &pg.events[m];
                 let Some(v) = counts.scaled(i) else { continue };
-                let mut labels = vec![("cpu", l.cpu_label.clone())];
-                if let Some(e) = &ev.event_label {
-                    labels.push(("event", e.clone()));
+                match &ev.event_label {
+                    Some(e) => out.push_values(ev.desc, &[&l.cpu_label, e], v * ev.scale),
+                    None => out.push_values(ev.desc, &[&l.cpu_label], v * ev.scale),
                 }
-                out.push(ev.desc, labels, v * ev.scale);
             }
         }
         Ok(())

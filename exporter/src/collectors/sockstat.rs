@@ -162,23 +162,11 @@ impl Collector for SockstatCollector {
                 ("sockets", "used") => out.push1(&SOCKETS_USED, s.value as f64),
                 (_, "mem") => {
                     if let Some(page) = self.page_size {
-                        out.push(
-                            &SOCKET_MEMORY,
-                            vec![("protocol", s.protocol.to_string())],
-                            s.value as f64 * page as f64,
-                        );
+                        out.push_values(&SOCKET_MEMORY, &[s.protocol], s.value as f64 * page as f64);
                     }
                 }
-                (_, "memory") => out.push(
-                    &SOCKET_MEMORY,
-                    vec![("protocol", s.protocol.to_string())],
-                    s.value as f64,
-                ),
-                (p, k) => out.push(
-                    &SOCKETS,
-                    vec![("protocol", p.to_string()), ("state", k.to_string())],
-                    s.value as f64,
-                ),
+                (_, "memory") => out.push_values(&SOCKET_MEMORY, &[s.protocol], s.value as f64),
+                (p, k) => out.push_values(&SOCKETS, &[p, k], s.value as f64),
             }
         }
 

@@ -18,7 +18,7 @@
 use super::{Collector, Settings};
 use crate::error::{CollectError, ParseError};
 use crate::read::KeptFile;
-use crate::scrape::{Desc, Scrape, Unit};
+use crate::scrape::{index_str, Desc, Scrape, Unit};
 
 pub static SOFTIRQS: Desc = Desc::counter(
     "reveal_cpu_softirqs",
@@ -125,13 +125,10 @@ impl Collector for SoftirqsCollector {
         self.path.read_into(&mut self.buf)?;
         let p = parse_softirqs(&self.buf).map_err(|e| CollectError::parse(&self.path, e))?;
         for (col, cpu) in p.cpus.iter().enumerate() {
-            let cpu = cpu.to_string();
+            let mut b = [0; 20];
+            let cpu = index_str(u64::from(*cpu), &mut b);
             for (row, kind) in p.types.iter().enumerate() {
-                out.push(
-                    &SOFTIRQS,
-                    vec![("cpu", cpu.clone()), ("type", kind.to_string())],
-                    p.row(row)[col] as f64,
-                );
+                out.push_values(&SOFTIRQS, &[cpu, kind], p.row(row)[col] as f64);
             }
         }
         Ok(())

@@ -14,7 +14,7 @@
 use super::{Collector, Settings};
 use crate::error::{CollectError, ParseError};
 use crate::read::KeptFile;
-use crate::scrape::{Desc, Scrape, Unit};
+use crate::scrape::{index_str, Desc, Scrape, Unit};
 
 /// USER_HZ, the unit of `/proc/stat` times: fixed at 100 by the kernel's ABI on every
 /// architecture Linux exposes procfs on (`sysconf(_SC_CLK_TCK)`).
@@ -163,12 +163,13 @@ impl Collector for StatCollector {
         self.path.read_into(&mut self.buf)?;
         let st = parse_stat(&self.buf).map_err(|e| CollectError::parse(&self.path, e))?;
         for c in &st.cpus {
-            let cpu = c.cpu.to_string();
+            let mut b = [0; 20];
+            let cpu = index_str(u64::from(c.cpu), &mut b);
             for (mode, ticks) in MODES.iter().zip(c.ticks.iter()) {
                 let Some(t) = ticks else { continue };
                 let desc = if mode.starts_with("guest") { &GUEST_TIME } else { &CPU_TIME };
                 let mode = if *mode == "guest_nice" { "nice" } else if *mode == "guest" { "user" } else { mode };
-                out.push(desc, vec![("cpu", cpu.clone()), ("mode", mode.to_string())], *t as f64 / USER_HZ);
+                out.push_values(desc, &[cpu, mode], *t as f64 / USER_HZ);
             }
         }
         let scalars = [

@@ -88,7 +88,7 @@ impl Collector for VmstatCollector {
         self.path.read_into(&mut self.buf)?;
         let events = parse_vmstat(&self.buf).map_err(|e| CollectError::parse(&self.path, e))?;
         for (event, v) in events {
-            out.push(&EVENTS, vec![("event", event.to_string())], v as f64);
+            out.push_values(&EVENTS, &[event], v as f64);
         }
         Ok(())
     }
