@@ -4,6 +4,7 @@
 pub mod crosshost;
 pub mod engine;
 pub mod fit;
+pub mod group;
 pub mod reports;
 pub mod tracker;
 

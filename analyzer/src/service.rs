@@ -7,6 +7,7 @@
 //! undelivered anomaly samples and alerts wait in bounded queues.
 
 mod alerts;
+mod group;
 pub mod metrics;
 pub mod server;
 mod start;
@@ -182,11 +183,8 @@ impl Service {
                 }
             }
         }
-        // Hosts against each other, in the newest window they all have.
-        let rows = self.engine.rows_at(target);
-        for (host, subsystem, z) in crate::online::crosshost::deviations(&rows) {
-            batch.add_deviation(&host, &subsystem, target, z);
-        }
+        // Hosts against each other (persistent deviations, DESIGN step 7) and regime changes.
+        self.group_outputs(&mut batch);
         self.report_warmup();
         self.checkpoint.analyzed_until_ms = target;
         self.checkpoint.open_episodes = self.tracker.open();

@@ -16,7 +16,9 @@ use crate::detect::DetectorsConfig;
 use crate::features::{Extractor, Feature, FeatureConfig};
 use crate::matrix::{HostMatrix, Subsystem};
 use crate::online::fit::{adapted, fit_with, Fitted};
+use crate::online::group::{FullCol, FullRow, GroupOutput, GroupStage, RegimeEvent};
 use crate::online::{Outcome, WindowScore};
+use crate::regime::{RegimeChange, RegimeParams, RegimeTracker, RegimeWindow};
 use crate::service::SelfMetrics;
 use crate::window::{plan_windows, SkipReason, WindowConfig};
 
@@ -75,6 +77,8 @@ struct HostState {
     /// (window end, row in layout order at the time, flagged by enough detectors).
     ring: VecDeque<(i64, Vec<f64>, bool)>,
     fitted: Option<Fitted>,
+    /// Regime changes of this host (DESIGN step 8), over its scored rows.
+    regime: Option<RegimeTracker>,
 }
 
 /// What the service reports about warm-up.
@@ -91,6 +95,12 @@ pub struct Engine {
     exclude: Vec<(i64, i64)>,
     extractor: Extractor,
     hosts: BTreeMap<String, HostState>,
+    /// Full feature rows of the windows scored since the last [`Engine::cross_host`].
+    full_rows: Vec<FullRow>,
+    /// Cross-host comparison of all hosts (DESIGN step 7).
+    group: Option<GroupStage>,
+    /// Regime changes since the last [`Engine::take_regime_changes`].
+    regime_events: Vec<RegimeEvent>,
 }
 
 impl Engine {
@@ -100,7 +110,49 @@ impl Engine {
             params,
             exclude: Vec::new(),
             hosts: BTreeMap::new(),
+            full_rows: Vec::new(),
+            group: GroupStage::new(crate::crosshost::CrossHostParams::default()).ok(),
+            regime_events: Vec::new(),
         }
+    }
+
+    /// Compares the hosts' windows scored since the last call (see [`crate::online::group`]).
+    pub fn cross_host(&mut self) -> GroupOutput {
+        let rows = std::mem::take(&mut self.full_rows);
+        match self.group.as_mut() {
+            Some(g) => g.observe(&rows),
+            None => GroupOutput::default(),
+        }
+    }
+
+    /// Regime changes recognized since the last call; each is reported once.
+    pub fn take_regime_changes(&mut self) -> Vec<RegimeEvent> {
+        std::mem::take(&mut self.regime_events)
+    }
+
+    /// Keeps every feature of the pass's windows, static channels included, for
+    /// [`Engine::cross_host`]; at most the last [`FULL_ROWS_SPAN`] strides of them.
+    fn keep_full_rows(&mut self, fm: &crate::features::FeatureMatrix) {
+        let columns: std::sync::Arc<[FullCol]> = fm
+            .columns
+            .iter()
+            .map(|c| FullCol {
+                channel: fm.channels[c.channel].name.clone(),
+                feature: c.feature,
+                subsystem: c.subsystem,
+            })
+            .collect();
+        for (wi, w) in fm.windows.iter().enumerate() {
+            self.full_rows.push(FullRow {
+                host: fm.host.clone(),
+                end_ms: w.end_ms,
+                columns: columns.clone(),
+                values: fm.values.row(wi).to_vec(),
+            });
+        }
+        let newest = self.full_rows.iter().map(|r| r.end_ms).max().unwrap_or(0);
+        let oldest = newest - FULL_ROWS_SPAN * self.params.window.stride_ms;
+        self.full_rows.retain(|r| r.end_ms > oldest);
     }
 
     /// Each host's newest window that ends at `end_ms`, as (channel-feature, subsystem,
@@ -220,6 +272,10 @@ impl Engine {
         let t0 = Instant::now();
         let fm = self.extractor.extract(&aligned, &plan);
         metrics.phase("features", t0.elapsed().as_secs_f64());
+        // Learned history counts too: after a start or restart, hosts are compared at once.
+        if self.group.is_some() {
+            self.keep_full_rows(&fm);
+        }
         let host = self.hosts.entry(m.host.clone()).or_default();
         // Map this pass's columns into the host's layout, growing it for new channels.
         let scored = fm.scored_columns();
@@ -251,6 +307,8 @@ impl Engine {
                     .exclude
                     .iter()
                     .any(|(s, e)| win.end_ms > *s && win.end_ms <= *e);
+                // Reference for regime changes (never one itself: it was not scored).
+                observe_regime(host, win.end_ms, false, &row);
                 host.ring.push_back((win.end_ms, row, excluded));
                 trim(host, &self.params, win.end_ms);
                 out.push(Outcome::Skipped {
@@ -262,12 +320,18 @@ impl Engine {
             let t1 = Instant::now();
             let score = score_window(&m.host, win.end_ms, &row, fitted, &host.layout);
             metrics.phase("score", t1.elapsed().as_secs_f64());
+            let flagged = score.agreement >= self.params.min_agreement;
+            let change = observe_regime(host, win.end_ms, flagged, &row);
             host.ring.push_back((
                 win.end_ms,
                 row,
                 score.agreement >= self.params.min_agreement,
             ));
             trim(host, &self.params, win.end_ms);
+            if let Some(c) = change {
+                let ev = regime_changed(&m.host, host, c, &self.params, win.end_ms, metrics);
+                self.regime_events.push(ev);
+            }
             out.push(Outcome::Scored(score));
         }
         // Fit as soon as the baseline is long enough, not only when the next window comes.
@@ -276,6 +340,85 @@ impl Engine {
         }
         out.sort_by_key(|o| o.end_ms());
         out
+    }
+}
+
+/// Strides of full rows kept for cross-host comparison between two calls.
+const FULL_ROWS_SPAN: i64 = 60;
+
+fn observe_regime(
+    host: &mut HostState,
+    end_ms: i64,
+    flagged: bool,
+    row: &[f64],
+) -> Option<RegimeChange> {
+    if host.regime.is_none() {
+        host.regime = RegimeTracker::new(RegimeParams::default()).ok();
+    }
+    host.regime.as_mut().and_then(|r| {
+        r.observe(RegimeWindow {
+            end_ms,
+            flagged,
+            row,
+        })
+    })
+}
+
+/// A new regime: the baseline keeps only its windows (flagged against the old regime, they
+/// are its normal now) and is refitted on them at once.
+fn regime_changed(
+    host_name: &str,
+    host: &mut HostState,
+    change: RegimeChange,
+    p: &EngineParams,
+    end: i64,
+    metrics: &SelfMetrics,
+) -> RegimeEvent {
+    host.ring.retain(|r| r.0 >= change.start_ms);
+    for r in host.ring.iter_mut() {
+        r.2 = false;
+    }
+    if let Some(f) = host.fitted.as_mut() {
+        f.at_ms = i64::MIN / 2;
+    }
+    maybe_fit(host_name, host, p, end, metrics);
+    // The first fit of the new regime has few windows: fit again once it has lasted as long
+    // again, rather than a whole `refit_every` later.
+    if let Some(f) = host.fitted.as_mut().filter(|f| f.at_ms == end) {
+        f.at_ms = end - p.refit_ms + (end - change.start_ms).max(p.window.stride_ms);
+    }
+    let layout = &host.layout;
+    let name = |j: usize| {
+        layout.get(j).map_or_else(String::new, |c| {
+            format!("{}__{}", c.channel, c.feature.suffix())
+        })
+    };
+    let description = change
+        .columns
+        .iter()
+        .map(|c| {
+            format!(
+                "{}: {:.4} → {:.4} ({:.1}σ)",
+                name(c.column),
+                c.before,
+                c.after,
+                c.z
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    let subsystem = change
+        .columns
+        .first()
+        .and_then(|c| layout.get(c.column))
+        .map_or(Subsystem::Other, |c| c.subsystem);
+    tracing::info!(host = %host_name, start_ms = change.start_ms, shifted = change.shifted, "regime change: baseline refitted on the new regime");
+    RegimeEvent {
+        host: host_name.to_string(),
+        subsystem,
+        summary: change.describe(name),
+        description,
+        change,
     }
 }
 
