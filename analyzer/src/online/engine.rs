@@ -66,8 +66,6 @@ struct Col {
     channel: String,
     feature: Feature,
     subsystem: Subsystem,
-    /// `channel__feature`, the name hosts are compared by.
-    key: String,
 }
 
 #[derive(Default)]
@@ -153,26 +151,6 @@ impl Engine {
         let newest = self.full_rows.iter().map(|r| r.end_ms).max().unwrap_or(0);
         let oldest = newest - FULL_ROWS_SPAN * self.params.window.stride_ms;
         self.full_rows.retain(|r| r.end_ms > oldest);
-    }
-
-    /// Each host's newest window that ends at `end_ms`, as (channel-feature, subsystem,
-    /// value) for cross-host comparison.
-    pub fn rows_at(&self, end_ms: i64) -> Vec<crate::online::crosshost::HostRow<'_>> {
-        self.hosts
-            .iter()
-            .filter_map(|(name, h)| {
-                let (end, row, _) = h.ring.back()?;
-                (*end == end_ms).then(|| {
-                    let feats = h
-                        .layout
-                        .iter()
-                        .zip(row.iter())
-                        .map(|(c, v)| (c.key.as_str(), c.subsystem.as_str(), *v))
-                        .collect();
-                    (name.as_str(), feats)
-                })
-            })
-            .collect()
     }
 
     pub fn status(&self) -> Status {
@@ -289,7 +267,6 @@ impl Engine {
                     channel: name.clone(),
                     feature: col.feature,
                     subsystem: col.subsystem,
-                    key: format!("{name}__{}", col.feature.suffix()),
                 });
                 host.layout.len() - 1
             });
