@@ -2,7 +2,7 @@
 //!
 //! Collectors read procfs, sysfs, perf and NVML on each scrape and emit samples into a
 //! [`scrape::Scrape`]; the [`runner::Runner`] times them, records their success, and encodes the
-//! exposition ([`encode`], in `prometheus-client`'s OpenMetrics layout).
+//! exposition through `prometheus-client`.
 //!
 //! ```no_run
 //! use reveal_exporter::{collectors::Settings, runner::Runner};
@@ -16,7 +16,6 @@
 pub mod cli;
 pub mod collectors;
 pub mod config;
-pub mod encode;
 pub mod error;
 pub mod metrics_doc;
 pub mod paths;

@@ -1,10 +1,13 @@
 //! Runs the enabled collectors on each scrape, owns the self-metrics, and encodes the
-//! exposition ([`crate::encode`]).
+//! exposition through `prometheus-client`.
 
 use crate::collectors::{Collector, Settings, COLLECTORS};
-use crate::encode;
-use crate::scrape::{Desc, Scrape, Unit};
+use crate::scrape::{Desc, Kind, Labels, Scrape, Unit};
 use crate::selection::Selection;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::MetricType;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -43,12 +46,19 @@ struct Slot {
 /// The enabled collectors, behind a lock: scrapes are serialized, which also bounds the work
 /// a flood of concurrent scrapes can cause.
 pub struct Runner {
-    slots: Mutex<Vec<Slot>>,
-    selection: Option<Arc<Selection>>,
+    inner: Arc<Inner>,
+    /// Holds one collector, [`Render`], that updates and encodes `inner` on every encode.
+    registry: prometheus_client::registry::Registry,
     /// The last exposition's length: the next one is allocated at once at about that size.
     last_len: AtomicUsize,
+}
+
+/// What one render reads: the collectors, the selection and the self-metrics' labels.
+struct Inner {
+    slots: Mutex<Vec<Slot>>,
+    selection: Option<Arc<Selection>>,
     /// The `collector` label of each slot, built once for the self-metrics.
-    names: Vec<crate::scrape::Labels>,
+    names: Vec<Labels>,
 }
 
 impl std::fmt::Debug for Runner {
@@ -64,7 +74,10 @@ impl Runner {
         for e in COLLECTORS.iter().filter(|e| names.contains(&e.name)) {
             // A collector none of whose metrics is selected is not built, so it costs nothing.
             if !e.metrics.iter().any(|d| settings.wants(d)) {
-                tracing::info!(collector = e.name, "collector skipped: none of its metrics is selected");
+                tracing::info!(
+                    collector = e.name,
+                    "collector skipped: none of its metrics is selected"
+                );
                 continue;
             }
             slots.push(Slot {
@@ -75,22 +88,37 @@ impl Runner {
                 last_logged: None,
             });
         }
-        if let Some(bad) = names.iter().find(|n| !COLLECTORS.iter().any(|e| e.name == **n)) {
+        if let Some(bad) = names
+            .iter()
+            .find(|n| !COLLECTORS.iter().any(|e| e.name == **n))
+        {
             return Err(format!("unknown collector {bad:?}"));
         }
-        let names = slots.iter().map(|s| vec![("collector", s.collector.name().to_string())]).collect();
-        Ok(Runner {
+        let names = slots
+            .iter()
+            .map(|s| vec![("collector", s.collector.name().to_string())])
+            .collect();
+        let inner = Arc::new(Inner {
             slots: Mutex::new(slots),
             selection: settings.selection.clone(),
-            last_len: AtomicUsize::new(64 * 1024),
             names,
+        });
+        let mut registry = prometheus_client::registry::Registry::default();
+        registry.register_collector(Box::new(Render(inner.clone())));
+        Ok(Runner {
+            inner,
+            registry,
+            last_len: AtomicUsize::new(64 * 1024),
         })
     }
 
     /// Builds every collector that is on by default.
     pub fn with_defaults(settings: &Settings) -> Runner {
-        let names: Vec<&str> =
-            COLLECTORS.iter().filter(|e| e.default_enabled).map(|e| e.name).collect();
+        let names: Vec<&str> = COLLECTORS
+            .iter()
+            .filter(|e| e.default_enabled)
+            .map(|e| e.name)
+            .collect();
         Runner::new(&names, settings).expect("table names are known")
     }
 
@@ -100,7 +128,7 @@ impl Runner {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Slot>> {
-        lock(&self.slots)
+        lock(&self.inner.slots)
     }
 
     /// Runs every collector and renders the OpenMetrics exposition.
@@ -113,9 +141,13 @@ impl Runner {
         // A little headroom over the last size, so a slowly growing exposition (a new
         // interrupt line, a new disk) does not reallocate the whole buffer.
         let mut out = String::with_capacity(self.last_len.load(Ordering::Relaxed) + 4096);
-        self.encode_into(&mut out, format);
+        // Writing to a String cannot fail, and `Render` returns no error of its own.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
         self.last_len.store(out.len(), Ordering::Relaxed);
-        out
+        match format {
+            Format::OpenMetrics => out,
+            Format::Text => openmetrics_to_text(&out),
+        }
     }
 
     fn update_all(slots: &mut [Slot]) {
@@ -149,10 +181,13 @@ impl Runner {
             }
         }
     }
+}
 
-    fn encode_into(&self, out: &mut String, format: Format) {
-        let mut slots = self.lock();
-        Self::update_all(&mut slots);
+impl Inner {
+    /// Runs every collector, then writes their families and the self-metrics.
+    fn encode(&self, encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let mut slots = lock(&self.slots);
+        Runner::update_all(&mut slots);
         let selection = self.selection.as_deref();
         for slot in slots.iter() {
             for fam in slot.scrape.families() {
@@ -168,17 +203,89 @@ impl Runner {
                 if !fam.samples.iter().any(|s| keep(&s)) {
                     continue;
                 }
-                let samples = fam.samples.iter().filter(keep).map(|s| (&s.labels, s.value));
-                encode::family(out, format, fam.desc, samples);
+                let samples = fam
+                    .samples
+                    .iter()
+                    .filter(keep)
+                    .map(|s| (&s.labels, s.value));
+                encode_family(encoder, fam.desc, samples)?;
             }
         }
         let names = self.names.iter();
-        let success = names.clone().zip(slots.iter()).map(|(l, s)| (l, f64::from(u8::from(s.success))));
-        encode::family(out, format, &SUCCESS, success);
-        encode::family(out, format, &DURATION, names.zip(slots.iter()).map(|(l, s)| (l, s.duration)));
+        let success = names
+            .clone()
+            .zip(slots.iter())
+            .map(|(l, s)| (l, f64::from(u8::from(s.success))));
+        encode_family(encoder, &SUCCESS, success)?;
+        encode_family(
+            encoder,
+            &DURATION,
+            names.zip(slots.iter()).map(|(l, s)| (l, s.duration)),
+        )?;
         let version = vec![("version", env!("CARGO_PKG_VERSION").to_string())];
-        encode::family(out, format, &BUILD_INFO, std::iter::once((&version, 1.0)));
-        encode::finish(out, format);
+        encode_family(encoder, &BUILD_INFO, std::iter::once((&version, 1.0)))
+    }
+}
+
+fn pc_unit(u: Unit) -> Option<prometheus_client::registry::Unit> {
+    use prometheus_client::registry::Unit as P;
+    match u {
+        Unit::None => None,
+        Unit::Seconds => Some(P::Seconds),
+        Unit::Bytes => Some(P::Bytes),
+        Unit::Joules => Some(P::Joules),
+        Unit::Celsius => Some(P::Celsius),
+        Unit::Volts => Some(P::Volts),
+        other => Some(P::Other(other.as_str().to_string())),
+    }
+}
+
+/// Encodes one family through `prometheus-client`'s OpenMetrics encoder.
+fn encode_family<'a>(
+    encoder: &mut DescriptorEncoder,
+    desc: &Desc,
+    samples: impl Iterator<Item = (&'a Labels, f64)>,
+) -> Result<(), std::fmt::Error> {
+    let unit = pc_unit(desc.unit);
+    let kind = match desc.kind {
+        Kind::Counter => MetricType::Counter,
+        Kind::Gauge => MetricType::Gauge,
+    };
+    let mut me = encoder.encode_descriptor(desc.name, desc.help, unit.as_ref(), kind)?;
+    if desc.labels.is_empty() {
+        // A family without labels has one sample; encoding it without a label set keeps the
+        // exposition free of empty `{}`.
+        let mut samples = samples;
+        if let Some((_, value)) = samples.next() {
+            match desc.kind {
+                Kind::Counter => ConstCounter::new(value).encode(me)?,
+                Kind::Gauge => ConstGauge::new(value).encode(me)?,
+            }
+        }
+        return Ok(());
+    }
+    for (labels, value) in samples {
+        let enc = me.encode_family(labels)?;
+        match desc.kind {
+            Kind::Counter => ConstCounter::new(value).encode(enc)?,
+            Kind::Gauge => ConstGauge::new(value).encode(enc)?,
+        }
+    }
+    Ok(())
+}
+
+/// The registry's view of the runner: each encode runs the collectors, then writes them out.
+struct Render(Arc<Inner>);
+
+impl std::fmt::Debug for Render {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Render")
+    }
+}
+
+impl prometheus_client::collector::Collector for Render {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        self.0.encode(&mut encoder)
     }
 }
 
@@ -217,7 +324,6 @@ impl Format {
 
 /// Rewrites OpenMetrics text as Prometheus text 0.0.4: counter families take their `_total`
 /// sample name in HELP and TYPE, and the `# UNIT` and `# EOF` lines (not part of 0.0.4) go.
-/// The runner writes the text format directly; this is the reference its test compares with.
 pub fn openmetrics_to_text(om: &str) -> String {
     let mut out = String::with_capacity(om.len());
     let mut pending_help: Option<&str> = None;
