@@ -53,9 +53,8 @@ fn firing_storage(r: &Request, instance: &str) -> bool {
         })
 }
 
-/// Writes with O_DIRECT, back to back, 64 MiB at a time to one temp file (rewritten in place,
-/// so the disk holds 64 MiB at most) until `stop` or `limit`, whichever comes first. The
-/// burst has to stand out from the baseline of a machine that other work also writes to.
+/// Writes 16 MiB with O_DIRECT every 50 ms (a few hundred MB/s) to one temp file, rewritten
+/// in place so the disk holds 16 MiB at most, until `stop` or `limit`, whichever comes first.
 fn write_burst(
     dir: std::path::PathBuf,
     stop: Arc<AtomicBool>,
@@ -141,7 +140,7 @@ fn write_burst_becomes_a_storage_alert_and_resolves() {
     let burst = write_burst(
         scratch.path().to_path_buf(),
         stop.clone(),
-        Duration::from_secs(15),
+        Duration::from_secs(12),
     );
     let alert = hook.wait_for(Duration::from_secs(30), |r| {
         r.at >= fault_start && firing_storage(r, &target)
