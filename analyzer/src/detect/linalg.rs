@@ -5,8 +5,8 @@
 //! `faer` (blocked Householder tridiagonalization, then divide and conquer):
 //! the literal PCA decomposes the full covariance of every used feature
 //! (2,100 × 2,100 on an hour of windows), where a textbook unblocked
-//! tridiagonalization with QL rotations took 16–18 s and faer takes about
-//! 1.5 s on one core. faer is built without its default features (no rayon,
+//! tridiagonalization with QL rotations took 16–18 s and faer about 1.1 s
+//! on one core (the whole literal fit, 1.6–1.8 s CPU: `benches/detectors.rs`). faer is built without its default features (no rayon,
 //! no sparse solvers, no rand), so everything stays on the caller's thread
 //! and the build adds only its dense core.
 

@@ -18,8 +18,10 @@
 //!   a workload model (randomized PCA, components above the noise edge) whose
 //!   residuals are scored per feature by a single-feature fault test
 //!   ([`residual`]); scores that keep a handful of large deviations visible
-//!   (mean of the five largest); and a forest over each window's five largest
-//!   deviations. The three share one workload model when fitted as a set.
+//!   (mean of the five largest); and a forest over each window's evidence
+//!   from its five largest deviations, isolating only the upper tail (a
+//!   window calmer than usual is no anomaly). The three share one workload
+//!   model when fitted as a set.
 //!
 //! Input rules shared by all detectors:
 //! - A column that is non-finite in more than half of the baseline rows, or
