@@ -5,7 +5,9 @@
 #   2. CPU at 100 ms scraping for CPU_SECONDS: the exporter's utime+stime over wall time,
 #      in percent of one core (bar: <= 1 %);
 #   3. RSS over RSS_SECONDS of 100 ms scraping: VmRSS at start and end, min and max.
-# It prints a table; it asserts nothing (a benchmark, not a test).
+# It prints a table; it asserts nothing (a benchmark, not a test). CPU here is utime+stime in
+# clock ticks (10 ms each: take 60 s or more); to compare two builds on a busy host, use
+# cpu_side_by_side.py, which interleaves them and reads nanosecond run times.
 #
 #   exporter/benches/overhead.sh                 # 1000 scrapes, 60 s CPU, 600 s RSS
 #   SCRAPES=200 CPU_SECONDS=10 RSS_SECONDS=30 exporter/benches/overhead.sh   # quick look
