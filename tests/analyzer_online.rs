@@ -149,9 +149,26 @@ fn write_burst_becomes_a_storage_alert_and_resolves() {
     stop.store(true, Ordering::Relaxed);
     let runs = burst.join().unwrap();
     let alert = alert.unwrap_or_else(|| {
+        // What the analyzer saw: its scores and the write rate over the last minute.
+        let seen: Vec<String> = [
+            "max_over_time(reveal_anomaly_score[40s])",
+            "max_over_time(reveal_anomaly_agreement[40s])",
+            "max_over_time(rate(reveal_storage_written_bytes_total[1s])[40s:100ms])",
+            "max_over_time(rate(reveal_storage_written_bytes_total[1s])[60s:100ms] offset 40s)",
+        ]
+        .iter()
+        .map(|q| {
+            format!(
+                "{q} = {:?}",
+                prom.query(q)
+                    .map(|r| r.iter().map(|s| s.value).collect::<Vec<_>>())
+            )
+        })
+        .collect();
         panic!(
-            "no storage alert within 30 s of the burst ({runs} dd runs); webhooks: {:?}\n{}",
+            "no storage alert within 30 s of the burst ({runs} dd runs); webhooks: {:?}\n{}\n{}",
             hook.requests().iter().map(|r| r.json()).collect::<Vec<_>>(),
+            seen.join("\n"),
             an.logs()
         )
     });
