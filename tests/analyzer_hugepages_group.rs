@@ -84,6 +84,7 @@ fn the_host_without_reserved_hugepages_is_a_memory_deviation_alert() {
         am.url()
     );
     let an = Analyzer::start(&config);
+    let started = Instant::now();
     // A deviation is persistent after 24 of 30 windows (1 s stride): about half a minute.
     let deadline = Instant::now() + Duration::from_secs(90);
     let alert = loop {
@@ -101,6 +102,10 @@ fn the_host_without_reserved_hugepages_is_a_memory_deviation_alert() {
         );
         std::thread::sleep(Duration::from_secs(1));
     };
+    eprintln!(
+        "analyzer start → RevealHostDeviation in Alertmanager: {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
     assert_eq!(alert["labels"]["subsystem"], "memory", "{alert}");
     assert_eq!(alert["labels"]["severity"], "warning", "{alert}");
     let summary = alert["annotations"]["summary"].as_str().unwrap_or_default();
