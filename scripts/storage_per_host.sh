@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Prometheus storage cost of one host's exporter scraped at 100 ms: runs the exporter and a
+# Prometheus on loopback for DURATION seconds (default 300), then reads Prometheus' own
+# counters: the growth of its on-disk head chunks (what compaction turns into blocks) and the
+# samples appended, over the last half of the run.
+#
+#   scripts/storage_per_host.sh            # default collectors
+#   EXTRA_ARGS="--metrics.selection sel.yml" scripts/storage_per_host.sh
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+DURATION=${DURATION:-300}
+EXPORTER=${EXPORTER:-$ROOT/target/release/reveal-exporter}
+[ -x "$EXPORTER" ] || { echo "build it first: cargo build --release -p reveal-exporter" >&2; exit 2; }
+command -v prometheus >/dev/null || { echo "prometheus not found (apt-get install prometheus)" >&2; exit 2; }
+TMP=$(mktemp -d)
+PIDS=()
+cleanup() { kill "${PIDS[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$TMP"; }
+trap cleanup EXIT
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+EP=$(free_port); PP=$(free_port)
+# shellcheck disable=SC2086
+"$EXPORTER" --web.listen-address=127.0.0.1:$EP --log.level=warn ${EXTRA_ARGS:-} &
+PIDS+=($!)
+cat > "$TMP/prometheus.yml" <<CFG
+global: { scrape_interval: 100ms, scrape_timeout: 100ms }
+scrape_configs:
+  - job_name: reveal
+    static_configs: [{ targets: ["127.0.0.1:$EP"] }]
+  # Prometheus' own TSDB counters, at a normal interval, for the figures below.
+  - job_name: prometheus
+    scrape_interval: 1s
+    static_configs: [{ targets: ["127.0.0.1:$PP"] }]
+CFG
+prometheus --config.file="$TMP/prometheus.yml" --storage.tsdb.path="$TMP/data" \
+  --web.listen-address=127.0.0.1:$PP --log.level=warn &
+PIDS+=($!)
+q() { curl -sG "http://127.0.0.1:$PP/api/v1/query" --data-urlencode "query=$1" |
+  python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else "nan")'; }
+echo "scraping 127.0.0.1:$EP every 100 ms for ${DURATION}s ..." >&2
+sleep "$DURATION"
+HALF=$((DURATION / 2))
+SERIES=$(q 'scrape_samples_scraped{job="reveal"}')
+# Samples appended for the exporter's series alone: Prometheus' self-scrape is subtracted.
+SPS=$(q "sum(rate(prometheus_tsdb_head_samples_appended_total[${HALF}s])) - sum(scrape_samples_scraped{job=\"prometheus\"})")
+BPS=$(q "deriv(prometheus_tsdb_head_chunks_storage_size_bytes[${HALF}s])")
+python3 - "$SERIES" "$SPS" "$BPS" <<'PY'
+import sys
+series, sps, bps = (float(x) for x in sys.argv[1:])
+print("| series per scrape | samples/s | head chunk bytes/s | bytes per sample |")
+print("| ---: | ---: | ---: | ---: |")
+print(f"| {series:.0f} | {sps:.0f} | {bps/1000:.1f} KB/s | {bps/sps if sps else float('nan'):.2f} |")
+PY
