@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Prometheus storage cost of one host's exporter scraped at 100 ms: runs the exporter and a
-# Prometheus on loopback for DURATION seconds (default 300), then reads Prometheus' own
-# counters: the growth of its on-disk head chunks (what compaction turns into blocks) and the
-# samples appended, over the last half of the run.
+# Prometheus on loopback for DURATION seconds (default 300), then snapshots the TSDB (the head
+# written out as a block, compressed as it is kept on disk) and divides its size by the run.
 #
 #   scripts/storage_per_host.sh            # default collectors
 #   EXTRA_ARGS="--metrics.selection sel.yml" scripts/storage_per_host.sh
@@ -26,27 +25,26 @@ global: { scrape_interval: 100ms, scrape_timeout: 100ms }
 scrape_configs:
   - job_name: reveal
     static_configs: [{ targets: ["127.0.0.1:$EP"] }]
-  # Prometheus' own TSDB counters, at a normal interval, for the figures below.
-  - job_name: prometheus
-    scrape_interval: 1s
-    static_configs: [{ targets: ["127.0.0.1:$PP"] }]
 CFG
 prometheus --config.file="$TMP/prometheus.yml" --storage.tsdb.path="$TMP/data" \
-  --web.listen-address=127.0.0.1:$PP --log.level=warn &
+  --web.listen-address=127.0.0.1:$PP --web.enable-admin-api --log.level=warn &
 PIDS+=($!)
 q() { curl -sG "http://127.0.0.1:$PP/api/v1/query" --data-urlencode "query=$1" |
   python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else "nan")'; }
 echo "scraping 127.0.0.1:$EP every 100 ms for ${DURATION}s ..." >&2
 sleep "$DURATION"
-HALF=$((DURATION / 2))
 SERIES=$(q 'scrape_samples_scraped{job="reveal"}')
-# Samples appended for the exporter's series alone: Prometheus' self-scrape is subtracted.
-SPS=$(q "sum(rate(prometheus_tsdb_head_samples_appended_total[${HALF}s])) - sum(scrape_samples_scraped{job=\"prometheus\"})")
-BPS=$(q "deriv(prometheus_tsdb_head_chunks_storage_size_bytes[${HALF}s])")
+SAMPLES=$(q 'sum(count_over_time({job="reveal"}[1y]))')
+# A snapshot writes the head as a block: its chunks and index are what the data costs on disk.
+SNAP=$(curl -s -XPOST "http://127.0.0.1:$PP/api/v1/admin/tsdb/snapshot" |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["name"])')
+BYTES=$(du -sb "$TMP/data/snapshots/$SNAP" | cut -f1)
+SPS=$(python3 -c "print($SAMPLES / $DURATION)")
+BPS=$(python3 -c "print($BYTES / $DURATION)")
 python3 - "$SERIES" "$SPS" "$BPS" <<'PY'
 import sys
 series, sps, bps = (float(x) for x in sys.argv[1:])
-print("| series per scrape | samples/s | head chunk bytes/s | bytes per sample |")
+print("| series per scrape | samples/s | block bytes/s (chunks + index) | bytes per sample |")
 print("| ---: | ---: | ---: | ---: |")
 print(f"| {series:.0f} | {sps:.0f} | {bps/1000:.1f} KB/s | {bps/sps if sps else float('nan'):.2f} |")
 PY

@@ -73,13 +73,20 @@ pub fn command() -> Command {
         .about("Prometheus exporter of host hardware telemetry (Reveal)");
     cmd = Flags::augment_args(cmd);
     for e in COLLECTORS {
-        let state = if e.default_enabled { "enabled" } else { "disabled" };
+        let state = if e.default_enabled {
+            "enabled"
+        } else {
+            "disabled"
+        };
         cmd = cmd
             .arg(
                 Arg::new(format!("collector.{}", e.name))
                     .long(format!("collector.{}", e.name))
                     .action(ArgAction::SetTrue)
-                    .help(format!("Enable the {} collector ({state} by default): {}", e.name, e.help)),
+                    .help(format!(
+                        "Enable the {} collector ({state} by default): {}",
+                        e.name, e.help
+                    )),
             )
             .arg(
                 Arg::new(format!("no-collector.{}", e.name))
@@ -122,7 +129,8 @@ fn from_matches(m: &ArgMatches) -> Result<Cli, clap::Error> {
         ..Settings::default()
     };
     // Bad files are refused here, at start, with clap's usage error and exit status.
-    let invalid = |msg: String| clap::Error::raw(clap::error::ErrorKind::ValueValidation, msg + "\n");
+    let invalid =
+        |msg: String| clap::Error::raw(clap::error::ErrorKind::ValueValidation, msg + "\n");
     if let Some(p) = &flags.config_file {
         let cfg = crate::config::ExporterConfig::load(p).map_err(|e| invalid(e.to_string()))?;
         settings.config = std::sync::Arc::new(cfg);
@@ -131,7 +139,11 @@ fn from_matches(m: &ArgMatches) -> Result<Cli, clap::Error> {
         let sel = crate::selection::Selection::load(p).map_err(|e| invalid(e.to_string()))?;
         settings.selection = Some(std::sync::Arc::new(sel));
     }
-    Ok(Cli { flags, collectors, settings })
+    Ok(Cli {
+        flags,
+        collectors,
+        settings,
+    })
 }
 
 #[cfg(test)]

@@ -35,7 +35,10 @@ pub struct ParseError {
 
 impl ParseError {
     pub fn new(line: usize, msg: impl Into<String>) -> Self {
-        ParseError { line, msg: msg.into() }
+        ParseError {
+            line,
+            msg: msg.into(),
+        }
     }
 }
 
@@ -46,14 +49,20 @@ impl CollectError {
         let path = path.into();
         match source.kind() {
             std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
-                CollectError::Unsupported { path, reason: source.to_string() }
+                CollectError::Unsupported {
+                    path,
+                    reason: source.to_string(),
+                }
             }
             _ => CollectError::Io { path, source },
         }
     }
 
     pub fn parse(path: impl Into<PathBuf>, source: ParseError) -> Self {
-        CollectError::Parse { path: path.into(), source }
+        CollectError::Parse {
+            path: path.into(),
+            source,
+        }
     }
 
     pub fn is_unsupported(&self) -> bool {

@@ -15,14 +15,16 @@ fn main() -> anyhow::Result<()> {
         .with_env_filter(tracing_subscriber::EnvFilter::new(&cli.flags.log_level))
         .with_writer(std::io::stderr)
         .init();
-    let runner = Arc::new(
-        Runner::new(&cli.collectors, &cli.settings).map_err(anyhow::Error::msg)?,
-    );
+    let runner = Arc::new(Runner::new(&cli.collectors, &cli.settings).map_err(anyhow::Error::msg)?);
     if cli.flags.once {
-        print!("{}", runner.render_as(reveal_exporter::runner::Format::Text));
+        print!(
+            "{}",
+            runner.render_as(reveal_exporter::runner::Format::Text)
+        );
         return Ok(());
     }
-    let addr = server::parse_listen_address(&cli.flags.listen_address).map_err(anyhow::Error::msg)?;
+    let addr =
+        server::parse_listen_address(&cli.flags.listen_address).map_err(anyhow::Error::msg)?;
     // One thread serves HTTP and renders scrapes inline (see `Server::handle`): a scrape
     // handed to another thread costs two cross-thread wake-ups, which on an idle VM were
     // about 15 % of a scrape's CPU at 100 ms scraping.

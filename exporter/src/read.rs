@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 pub fn read_into(path: &Path, buf: &mut String) -> Result<(), CollectError> {
     buf.clear();
     let mut f = std::fs::File::open(path).map_err(|e| CollectError::io(path, e))?;
-    f.read_to_string(buf).map_err(|e| CollectError::io(path, e))?;
+    f.read_to_string(buf)
+        .map_err(|e| CollectError::io(path, e))?;
     Ok(())
 }
 
@@ -39,7 +40,10 @@ pub struct KeptFile {
 
 impl KeptFile {
     pub fn new(path: PathBuf) -> Self {
-        KeptFile { path, file: OnceCell::new() }
+        KeptFile {
+            path,
+            file: OnceCell::new(),
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -132,8 +136,10 @@ pub fn read_u64(path: &Path) -> Result<u64, CollectError> {
 /// Sorted entry names of a directory; a missing directory is `Unsupported`.
 pub fn dir_names(path: &Path) -> Result<Vec<String>, CollectError> {
     let rd = std::fs::read_dir(path).map_err(|e| CollectError::io(path, e))?;
-    let mut names: Vec<String> =
-        rd.filter_map(|e| e.ok()).filter_map(|e| e.file_name().into_string().ok()).collect();
+    let mut names: Vec<String> = rd
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().into_string().ok())
+        .collect();
     names.sort_by(|a, b| natural_cmp(a, b));
     Ok(names)
 }
@@ -184,14 +190,25 @@ mod tests {
         // descriptor: /proc/stat's context switch count grows between reads.
         let stat = KeptFile::new(crate::paths::Paths::default().proc("stat"));
         let ctxt = |b: &str| -> u64 {
-            b.lines().find_map(|l| l.strip_prefix("ctxt ")).unwrap().trim().parse().unwrap()
+            b.lines()
+                .find_map(|l| l.strip_prefix("ctxt "))
+                .unwrap()
+                .trim()
+                .parse()
+                .unwrap()
         };
         stat.read_into(&mut buf).unwrap();
         let first = ctxt(&buf);
         std::thread::sleep(std::time::Duration::from_millis(20));
         stat.read_into(&mut buf).unwrap();
         assert!(ctxt(&buf) > first, "kept /proc/stat did not refresh");
-        assert_eq!(buf.lines().count(), std::fs::read_to_string(stat.path()).unwrap().lines().count());
+        assert_eq!(
+            buf.lines().count(),
+            std::fs::read_to_string(stat.path())
+                .unwrap()
+                .lines()
+                .count()
+        );
     }
 
     #[test]

@@ -64,7 +64,13 @@ impl Desc {
         labels: &'static [&'static str],
         help: &'static str,
     ) -> Desc {
-        Desc { name, unit, kind: Kind::Counter, help, labels }
+        Desc {
+            name,
+            unit,
+            kind: Kind::Counter,
+            help,
+            labels,
+        }
     }
 
     pub const fn gauge(
@@ -73,7 +79,13 @@ impl Desc {
         labels: &'static [&'static str],
         help: &'static str,
     ) -> Desc {
-        Desc { name, unit, kind: Kind::Gauge, help, labels }
+        Desc {
+            name,
+            unit,
+            kind: Kind::Gauge,
+            help,
+            labels,
+        }
     }
 
     /// The family name as it appears in `# TYPE` lines: name plus unit suffix.
@@ -146,10 +158,18 @@ impl Scrape {
     }
 
     fn family(&mut self, desc: &'static Desc) -> &mut Family {
-        match self.families.iter().rposition(|f| std::ptr::eq(f.desc, desc)) {
+        match self
+            .families
+            .iter()
+            .rposition(|f| std::ptr::eq(f.desc, desc))
+        {
             Some(i) => &mut self.families[i],
             None => {
-                self.families.push(Family { desc, samples: Vec::new(), spare: Vec::new() });
+                self.families.push(Family {
+                    desc,
+                    samples: Vec::new(),
+                    spare: Vec::new(),
+                });
                 self.families.last_mut().expect("just pushed")
             }
         }
@@ -164,7 +184,10 @@ impl Scrape {
             return;
         }
         let fam = self.family(desc);
-        let mut sample = fam.spare.pop().unwrap_or(Sample { labels: Vec::new(), value });
+        let mut sample = fam.spare.pop().unwrap_or(Sample {
+            labels: Vec::new(),
+            value,
+        });
         sample.labels.truncate(values.len());
         for (i, (key, v)) in desc.labels.iter().zip(values).enumerate() {
             match sample.labels.get_mut(i) {
@@ -255,8 +278,15 @@ mod tests {
         s.push_values(&T, &["1", "2"], 2.0);
         s.push(&T, vec![("a", "3".into()), ("b", "4".into())], 3.0);
         s.push_values(&T, &["5", "6"], 4.0);
-        let got: Vec<_> = s.families().flat_map(|f| f.samples.iter()).map(|x| (x.labels.clone(), x.value)).collect();
+        let got: Vec<_> = s
+            .families()
+            .flat_map(|f| f.samples.iter())
+            .map(|x| (x.labels.clone(), x.value))
+            .collect();
         let l = |a: &str, b: &str| vec![("a", a.to_string()), ("b", b.to_string())];
-        assert_eq!(got, vec![(l("1", "2"), 2.0), (l("3", "4"), 3.0), (l("5", "6"), 4.0)]);
+        assert_eq!(
+            got,
+            vec![(l("1", "2"), 2.0), (l("3", "4"), 3.0), (l("5", "6"), 4.0)]
+        );
     }
 }

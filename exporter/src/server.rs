@@ -18,8 +18,13 @@ pub struct Server {
 
 /// Resolves `:PORT` (all interfaces, as node_exporter writes it) and `HOST:PORT`.
 pub fn parse_listen_address(s: &str) -> Result<SocketAddr, String> {
-    let full = if s.starts_with(':') { format!("0.0.0.0{s}") } else { s.to_string() };
-    full.parse().map_err(|e| format!("bad --web.listen-address {s:?}: {e}"))
+    let full = if s.starts_with(':') {
+        format!("0.0.0.0{s}")
+    } else {
+        s.to_string()
+    };
+    full.parse()
+        .map_err(|e| format!("bad --web.listen-address {s:?}: {e}"))
 }
 
 impl Server {
@@ -60,9 +65,15 @@ impl Server {
         let path = req.uri().path();
         if path == self.telemetry_path {
             let Ok(_permit) = self.limit.clone().try_acquire_owned() else {
-                return text(StatusCode::SERVICE_UNAVAILABLE, "too many concurrent scrapes\n");
+                return text(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "too many concurrent scrapes\n",
+                );
             };
-            let accept = req.headers().get(hyper::header::ACCEPT).and_then(|v| v.to_str().ok());
+            let accept = req
+                .headers()
+                .get(hyper::header::ACCEPT)
+                .and_then(|v| v.to_str().ok());
             let format = Format::from_accept(accept);
             // Rendered inline, on the server's one thread: scrapes are serialized by the
             // runner's lock anyway, and a scrape (about 1 ms) handed to a blocking thread and
@@ -79,7 +90,10 @@ impl Server {
             "/-/healthy" | "/-/ready" => text(StatusCode::OK, "OK\n"),
             "/" => Response::builder()
                 .header("Content-Type", "text/html; charset=utf-8")
-                .body(Full::new(Bytes::from(landing(&self.telemetry_path, &self.runner.names()))))
+                .body(Full::new(Bytes::from(landing(
+                    &self.telemetry_path,
+                    &self.runner.names(),
+                ))))
                 .expect("static headers are valid"),
             _ => text(StatusCode::NOT_FOUND, "not found\n"),
         }
@@ -112,7 +126,10 @@ mod tests {
     #[test]
     fn listen_addresses() {
         assert_eq!(parse_listen_address(":19190").unwrap().port(), 19190);
-        assert!(parse_listen_address("127.0.0.1:0").unwrap().ip().is_loopback());
+        assert!(parse_listen_address("127.0.0.1:0")
+            .unwrap()
+            .ip()
+            .is_loopback());
         assert!(parse_listen_address("nonsense").is_err());
     }
 }

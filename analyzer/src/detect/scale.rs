@@ -29,10 +29,8 @@ pub enum Scaling {
 const MAD_TO_SIGMA: f64 = 1.482_602_218_505_602;
 /// √(π/2): makes the mean absolute deviation a consistent estimate of σ.
 const MEAN_AD_TO_SIGMA: f64 = 1.253_314_137_315_500_3;
-/// Largest |z| a value is given. A deviation of a million baseline spreads
-/// says no more than one of a thousand, and the cap keeps the detectors'
-/// sums of squares over thousands of features finite.
-pub const Z_CAP: f64 = 1e6;
+/// |z| beyond which deviations are compressed logarithmically (see [`compress`]).
+pub const Z_KNEE: f64 = 10.0;
 /// A spread below this fraction of a column's magnitude is rounding noise.
 const RELATIVE_NOISE: f64 = 1e-12;
 
@@ -103,18 +101,12 @@ impl Scaler {
     }
 
     /// z of used column `k` (an index into [`Scaler::used`]) for raw value `v`;
-    /// non-finite values give 0 (the baseline centre), and |z| is capped at
-    /// [`Z_CAP`].
+    /// non-finite values give 0 (the baseline centre), and |z| beyond [`Z_KNEE`] is
+    /// compressed ([`compress`]).
     #[inline]
     pub fn z(&self, k: usize, v: f64) -> f64 {
         if v.is_finite() {
-            let z = (v - self.center[k]) / self.scale[k];
-            // A finite value can still overflow after scaling (1e308 / 1e-3).
-            if z.is_finite() {
-                z.clamp(-Z_CAP, Z_CAP)
-            } else {
-                Z_CAP.copysign(z)
-            }
+            compress((v - self.center[k]) / self.scale[k])
         } else {
             0.0
         }
@@ -142,6 +134,21 @@ impl Scaler {
         }
         out
     }
+}
+
+/// Order-preserving compression of extreme deviations: identity up to |z| = [`Z_KNEE`], then
+/// `knee · (1 + ln(|z| / knee))`. A hard cap would make every extreme window equal: once the
+/// baseline itself holds one capped feature (a rare burst in an otherwise flat column), a far
+/// larger fault scores no higher than the threshold. Compressed, a deviation a thousand times
+/// larger still scores higher (1e6 → 125, 3e9 → 205), and sums over thousands of features stay
+/// finite. An overflowing division (1e308 / 1e-3) counts as the largest finite deviation.
+#[inline]
+pub fn compress(z: f64) -> f64 {
+    let a = if z.is_finite() { z.abs() } else { f64::MAX };
+    if a <= Z_KNEE {
+        return z;
+    }
+    (Z_KNEE * (1.0 + (a / Z_KNEE).ln())).copysign(z)
 }
 
 fn mean_std(v: &[f64]) -> (f64, f64) {
@@ -211,6 +218,16 @@ pub(crate) fn median(v: &mut [f64]) -> f64 {
 mod tests {
     use super::*;
     use ndarray::array;
+
+    #[test]
+    fn extreme_deviations_keep_their_order() {
+        assert_eq!(compress(3.0), 3.0);
+        assert_eq!(compress(-10.0), -10.0);
+        let (a, b) = (compress(1e6), compress(3e9));
+        assert!(a < b && b < 250.0, "{a} {b}");
+        assert!((compress(-1e6) + a).abs() < 1e-12);
+        assert!(compress(f64::INFINITY).is_finite() && compress(f64::NEG_INFINITY) < 0.0);
+    }
 
     #[test]
     fn sparse_columns_get_a_scale_from_the_moves_they_showed() {

@@ -139,8 +139,12 @@ impl HugepagesCollector {
             let Ok(size) = parse_pool_name(&name) else {
                 continue;
             };
-            self.pools
-                .push(Pool::new(None, size, self.global_dir.join(name), &mut budget));
+            self.pools.push(Pool::new(
+                None,
+                size,
+                self.global_dir.join(name),
+                &mut budget,
+            ));
         }
         // No node directory means a kernel without NUMA support: system-wide pools only.
         let nodes = dir_names(&self.nodes_dir).unwrap_or_default();
@@ -157,8 +161,12 @@ impl HugepagesCollector {
                 let Ok(size) = parse_pool_name(&name) else {
                     continue;
                 };
-                self.pools
-                    .push(Pool::new(Some(id.to_string()), size, dir.join(name), &mut budget));
+                self.pools.push(Pool::new(
+                    Some(id.to_string()),
+                    size,
+                    dir.join(name),
+                    &mut budget,
+                ));
             }
         }
         self.discovered = Some(Instant::now());

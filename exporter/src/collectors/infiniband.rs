@@ -16,9 +16,9 @@
 //! `rate(..._receive_bytes_total) / ..._port_rate_bytes_per_second` is the link utilization
 //! with no conversion factor.
 
+use super::sysfs_attr::{Attr, Budget};
 use super::{Collector, Settings};
 use crate::error::{CollectError, ParseError};
-use super::sysfs_attr::{Attr, Budget};
 use crate::read::dir_names;
 use crate::scrape::{Desc, Scrape, Unit};
 use std::path::PathBuf;

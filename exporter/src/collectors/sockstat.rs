@@ -162,7 +162,11 @@ impl Collector for SockstatCollector {
                 ("sockets", "used") => out.push1(&SOCKETS_USED, s.value as f64),
                 (_, "mem") => {
                     if let Some(page) = self.page_size {
-                        out.push_values(&SOCKET_MEMORY, &[s.protocol], s.value as f64 * page as f64);
+                        out.push_values(
+                            &SOCKET_MEMORY,
+                            &[s.protocol],
+                            s.value as f64 * page as f64,
+                        );
                     }
                 }
                 (_, "memory") => out.push_values(&SOCKET_MEMORY, &[s.protocol], s.value as f64),

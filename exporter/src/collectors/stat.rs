@@ -21,8 +21,18 @@ use crate::scrape::{index_str, Desc, Scrape, Unit};
 const USER_HZ: f64 = 100.0;
 
 /// Column names of a `cpuN` line, in kernel order; kernels before 2.6.33 print fewer.
-const MODES: [&str; 10] =
-    ["user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal", "guest", "guest_nice"];
+const MODES: [&str; 10] = [
+    "user",
+    "nice",
+    "system",
+    "idle",
+    "iowait",
+    "irq",
+    "softirq",
+    "steal",
+    "guest",
+    "guest_nice",
+];
 
 pub static CPU_TIME: Desc = Desc::counter(
     "reveal_cpu_time",
@@ -42,8 +52,12 @@ pub static CONTEXT_SWITCHES: Desc = Desc::counter(
     &[],
     "Context switches across all CPUs.",
 );
-pub static FORKS: Desc =
-    Desc::counter("reveal_cpu_forks", Unit::None, &[], "Processes and threads created.");
+pub static FORKS: Desc = Desc::counter(
+    "reveal_cpu_forks",
+    Unit::None,
+    &[],
+    "Processes and threads created.",
+);
 pub static PROCS_RUNNING: Desc = Desc::gauge(
     "reveal_cpu_procs_running",
     Unit::None,
@@ -102,22 +116,29 @@ pub fn parse_stat(text: &str) -> Result<Stat, ParseError> {
             if idx.is_empty() {
                 continue;
             }
-            let cpu: u32 =
-                idx.parse().map_err(|_| ParseError::new(lineno, format!("bad CPU name {key:?}")))?;
+            let cpu: u32 = idx
+                .parse()
+                .map_err(|_| ParseError::new(lineno, format!("bad CPU name {key:?}")))?;
             let mut ticks = [None; 10];
             let mut n = 0;
             for field in it {
                 if n == MODES.len() {
                     return Err(ParseError::new(
                         lineno,
-                        format!("{key} has more than {} columns: unknown layout", MODES.len()),
+                        format!(
+                            "{key} has more than {} columns: unknown layout",
+                            MODES.len()
+                        ),
                     ));
                 }
                 ticks[n] = Some(parse_u64(field, lineno)?);
                 n += 1;
             }
             if n < 4 {
-                return Err(ParseError::new(lineno, format!("{key} has {n} columns, expected 4 to 10")));
+                return Err(ParseError::new(
+                    lineno,
+                    format!("{key} has {n} columns, expected 4 to 10"),
+                ));
             }
             st.cpus.push(CpuTimes { cpu, ticks });
             continue;
@@ -130,7 +151,9 @@ pub fn parse_stat(text: &str) -> Result<Stat, ParseError> {
             "btime" => &mut st.boot_time,
             _ => continue,
         };
-        let v = it.next().ok_or_else(|| ParseError::new(lineno, format!("{key} has no value")))?;
+        let v = it
+            .next()
+            .ok_or_else(|| ParseError::new(lineno, format!("{key} has no value")))?;
         *slot = Some(parse_u64(v, lineno)?);
     }
     if st.cpus.is_empty() {
@@ -140,7 +163,8 @@ pub fn parse_stat(text: &str) -> Result<Stat, ParseError> {
 }
 
 fn parse_u64(s: &str, line: usize) -> Result<u64, ParseError> {
-    s.parse().map_err(|_| ParseError::new(line, format!("{s:?} is not an unsigned integer")))
+    s.parse()
+        .map_err(|_| ParseError::new(line, format!("{s:?} is not an unsigned integer")))
 }
 
 pub struct StatCollector {
@@ -150,7 +174,10 @@ pub struct StatCollector {
 
 impl StatCollector {
     pub fn new(s: &Settings) -> Self {
-        StatCollector { path: KeptFile::new(s.paths.proc("stat")), buf: String::new() }
+        StatCollector {
+            path: KeptFile::new(s.paths.proc("stat")),
+            buf: String::new(),
+        }
     }
 }
 
@@ -167,8 +194,18 @@ impl Collector for StatCollector {
             let cpu = index_str(u64::from(c.cpu), &mut b);
             for (mode, ticks) in MODES.iter().zip(c.ticks.iter()) {
                 let Some(t) = ticks else { continue };
-                let desc = if mode.starts_with("guest") { &GUEST_TIME } else { &CPU_TIME };
-                let mode = if *mode == "guest_nice" { "nice" } else if *mode == "guest" { "user" } else { mode };
+                let desc = if mode.starts_with("guest") {
+                    &GUEST_TIME
+                } else {
+                    &CPU_TIME
+                };
+                let mode = if *mode == "guest_nice" {
+                    "nice"
+                } else if *mode == "guest" {
+                    "user"
+                } else {
+                    mode
+                };
                 out.push_values(desc, &[cpu, mode], *t as f64 / USER_HZ);
             }
         }
