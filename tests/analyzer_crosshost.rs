@@ -67,7 +67,7 @@ fn the_odd_host_out_is_named_by_host_deviation() {
             / 100
     };
     let mut next = now() - 2400;
-    let mut feed = |w: &mut RemoteWriter, next: &mut i64| {
+    let feed = |w: &mut RemoteWriter, next: &mut i64| {
         let until = now();
         rt.block_on(w.write(batch(*next, until)))
             .expect("remote write");
