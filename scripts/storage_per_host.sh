@@ -34,7 +34,7 @@ q() { curl -sG "http://127.0.0.1:$PP/api/v1/query" --data-urlencode "query=$1" |
 echo "scraping 127.0.0.1:$EP every 100 ms for ${DURATION}s ..." >&2
 sleep "$DURATION"
 SERIES=$(q 'scrape_samples_scraped{job="reveal"}')
-SAMPLES=$(q 'sum(count_over_time({job="reveal"}[1y]))')
+SAMPLES=$(q "sum_over_time(scrape_samples_scraped{job=\"reveal\"}[$((DURATION + 30))s])")
 # A snapshot writes the head as a block: its chunks and index are what the data costs on disk.
 SNAP=$(curl -s -XPOST "http://127.0.0.1:$PP/api/v1/admin/tsdb/snapshot" |
   python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["name"])')
