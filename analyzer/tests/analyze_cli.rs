@@ -1,34 +1,14 @@
 //! `reveal-analyzer analyze` over real files: a real exporter capture, a recording with an
 //! injected fault and bad data, and inputs that must be refused with a clear message.
 
-use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod support;
 
 use reveal_analyzer::matrix::{Kind, MetricType, Subsystem};
 use reveal_analyzer::source::openmetrics::parse_openmetrics;
 use reveal_analyzer::source::SourceOptions;
+use support::{analyze, analyze_recording, csv_recording, signal_columns, text, tmpdir, Lcg};
 
 const CAPTURE: &str = include_str!("fixtures/capture/exporter-2s.prom");
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("reveal-analyze-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("temp dir");
-    d
-}
-
-fn analyze(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_reveal-analyzer"))
-        .arg("analyze")
-        .args(args)
-        .output()
-        .expect("run reveal-analyzer")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
 
 #[test]
 fn real_capture_parses_into_one_host_with_increases() {
@@ -74,79 +54,45 @@ fn real_capture_parses_into_one_host_with_increases() {
 
 #[test]
 fn a_capture_shorter_than_a_window_is_reported_not_failed() {
-    let dir = tmpdir("short");
-    let input = dir.join("capture.prom");
-    std::fs::write(&input, CAPTURE).unwrap();
-    let json = dir.join("out.jsonl");
-    let out = analyze(&[
-        "--input",
-        input.to_str().unwrap(),
-        "--json",
-        json.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(text(&out.stdout).contains("shorter than one window"));
-    assert!(text(&out.stdout).contains("No anomalous windows"));
-    let lines = std::fs::read_to_string(&json).unwrap();
-    assert_eq!(lines.lines().count(), 1, "one host line, no findings");
+    let dir = tmpdir("analyze-short");
+    let report = analyze_recording(&dir, "capture.prom", CAPTURE, &[]);
+    assert!(report.markdown.contains("shorter than one window"));
+    assert!(report.markdown.contains("No anomalous windows"));
+    assert_eq!(report.lines.len(), 1, "one host line, no findings");
     std::fs::remove_dir_all(&dir).ok();
 }
 
 /// Two minutes of 16 channels at 100 ms, with a burst on one network channel at 60 s, a
-/// constant channel, an outage, a channel that vanishes, infinities and empty cells.
-fn recording(path: &Path) {
-    let mut s: u64 = 99;
-    let mut noise = move || {
-        s = s
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (s >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-    };
-    let subs = ["cpu", "memory", "network", "storage"];
-    let mut csv = String::from("timestamp");
-    for c in 0..16 {
-        let _ = write!(csv, ",reveal_{}_signal_{c}", subs[c % 4]);
-    }
-    csv.push_str(",reveal_memory_mem_total_bytes\n");
-    for t in 0..1200 {
-        let _ = write!(csv, "{:.1}", 1_700_000_000.0 + t as f64 / 10.0);
-        for c in 0..16 {
-            let cell = if (700..740).contains(&t) {
-                String::new() // 4 s outage of everything
-            } else if c == 0 {
-                "7".to_string() // constant
-            } else if c == 5 && t > 900 {
-                String::new() // vanished
-            } else if c == 9 && t == 100 {
-                "inf".to_string()
-            } else if c == 6 && (600..620).contains(&t) {
-                format!("{}", 60.0 + 20.0 * noise()) // the fault
-            } else {
-                format!("{:.4}", 50.0 + noise())
-            };
-            csv.push(',');
-            csv.push_str(&cell);
+/// constant channel, an outage, a channel that vanishes, infinities and empty cells; and the
+/// memory size, which never changes.
+fn recording() -> String {
+    let mut noise = Lcg(99);
+    let mut columns = signal_columns(16);
+    columns.push("reveal_memory_mem_total_bytes".into());
+    csv_recording(&columns, 1200, |t, c| {
+        if c == 16 {
+            "1000000".to_string() // static
+        } else if (700..740).contains(&t) {
+            String::new() // 4 s outage of everything
+        } else if c == 0 {
+            "7".to_string() // constant
+        } else if c == 5 && t > 900 {
+            String::new() // vanished
+        } else if c == 9 && t == 100 {
+            "inf".to_string()
+        } else if c == 6 && (600..620).contains(&t) {
+            format!("{}", 60.0 + 20.0 * noise.next()) // the fault
+        } else {
+            format!("{:.4}", 50.0 + noise.next())
         }
-        csv.push_str(",1000000\n");
-    }
-    std::fs::write(path, csv).unwrap();
+    })
 }
 
 #[test]
 fn an_injected_fault_becomes_a_table_row_and_an_episode() {
-    let dir = tmpdir("fault");
-    let input = dir.join("run.csv");
-    recording(&input);
-    let json = dir.join("out.jsonl");
-    let out = analyze(&[
-        "--input",
-        input.to_str().unwrap(),
-        "--json",
-        json.to_str().unwrap(),
-        "--no-adf",
-    ]);
-    let stdout = text(&out.stdout);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let dir = tmpdir("analyze-fault");
+    let report = analyze_recording(&dir, "run.csv", &recording(), &["--no-adf"]);
+    let stdout = &report.markdown;
     assert!(stdout.contains(
         "| Window (ID / Timestamp) | Method(s) | Subsystem | Mainreasons (Metric–Temporal Feature) | Claim |"
     ));
@@ -155,8 +101,7 @@ fn an_injected_fault_becomes_a_table_row_and_an_episode() {
     let mut windows = 0;
     let mut fault_windows = 0;
     let mut episode_on_fault = false;
-    for line in std::fs::read_to_string(&json).unwrap().lines() {
-        let v: serde_json::Value = serde_json::from_str(line).expect("JSON line");
+    for v in &report.lines {
         match v["type"].as_str() {
             Some("window") => {
                 windows += 1;
@@ -194,7 +139,7 @@ fn an_injected_fault_becomes_a_table_row_and_an_episode() {
 
 #[test]
 fn bad_inputs_are_refused_with_a_reason() {
-    let dir = tmpdir("bad");
+    let dir = tmpdir("analyze-bad");
     let cases: [(&str, &str, &str); 4] = [
         ("empty.prom", "", "no samples"),
         ("junk.prom", "this is { not metrics\n", "line 1"),

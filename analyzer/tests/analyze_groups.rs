@@ -2,108 +2,59 @@
 //! group of hosts where one is configured differently (cross-host, DESIGN step 7), and a
 //! host whose workload steps up and stays (a regime change, step 8).
 
-use std::fmt::Write as _;
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod support;
 
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("reveal-groups-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("temp dir");
-    d
-}
-
-fn analyze(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_reveal-analyzer"))
-        .arg("analyze")
-        .args(args)
-        .output()
-        .expect("run reveal-analyzer")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-/// Deterministic noise in [-0.5, 0.5) (an LCG), so the recordings are reproducible.
-struct Noise(u64);
-impl Noise {
-    fn next(&mut self) -> f64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-    }
-}
-
-fn json(path: &std::path::Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(path)
-        .expect("JSON report")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("JSON line"))
-        .collect()
-}
-
-fn of_type<'a>(lines: &'a [serde_json::Value], t: &str) -> Vec<&'a serde_json::Value> {
-    lines.iter().filter(|v| v["type"] == t).collect()
-}
+use support::{
+    analyze_recording, csv_recording, of_type, signal_columns, tmpdir, Lcg, OpenMetrics,
+};
 
 /// Four hosts running the same work for 60 s (OpenMetrics, 100 ms scrapes): CPU time,
 /// dirty memory and the 2 MiB huge page pool. node2 has 1,024 huge pages reserved where the
 /// others have none.
 fn group_recording() -> String {
-    let mut noise = Noise(7);
-    let mut om = String::new();
-    om.push_str("# TYPE reveal_cpu_time_seconds counter\n");
-    om.push_str("# TYPE reveal_memory_dirty_bytes gauge\n");
-    om.push_str("# TYPE reveal_memory_hugepages_pool gauge\n");
+    let mut noise = Lcg(7);
+    let mut om = OpenMetrics::new(&[
+        ("reveal_cpu_time_seconds", "counter"),
+        ("reveal_memory_dirty_bytes", "gauge"),
+        ("reveal_memory_hugepages_pool", "gauge"),
+    ]);
     let mut cpu = [1000.0f64; 4];
     for k in 0..600 {
-        let ts = 1_700_000_000.0 + k as f64 / 10.0;
         for (h, total) in cpu.iter_mut().enumerate() {
             let inst = format!("node{h}");
             *total += 0.06 + 0.02 * noise.next();
             let pages = if h == 2 { 1024 } else { 0 };
-            let _ = writeln!(
-                om,
-                "reveal_cpu_time_seconds_total{{instance=\"{inst}\",cpu=\"0\",mode=\"user\"}} {total:.4} {ts:.1}"
+            om.sample(
+                &format!(
+                    "reveal_cpu_time_seconds_total{{instance=\"{inst}\",cpu=\"0\",mode=\"user\"}}"
+                ),
+                &format!("{total:.4}"),
+                k,
             );
-            let _ = writeln!(
-                om,
-                "reveal_memory_dirty_bytes{{instance=\"{inst}\"}} {:.0} {ts:.1}",
-                5.0e6 + 1.0e6 * noise.next()
+            om.sample(
+                &format!("reveal_memory_dirty_bytes{{instance=\"{inst}\"}}"),
+                &format!("{:.0}", 5.0e6 + 1.0e6 * noise.next()),
+                k,
             );
             for state in ["total", "free"] {
-                let _ = writeln!(
-                    om,
-                    "reveal_memory_hugepages_pool{{instance=\"{inst}\",size=\"2097152\",state=\"{state}\"}} {pages} {ts:.1}"
+                om.sample(
+                    &format!("reveal_memory_hugepages_pool{{instance=\"{inst}\",size=\"2097152\",state=\"{state}\"}}"),
+                    &pages.to_string(),
+                    k,
                 );
             }
         }
     }
-    om.push_str("# EOF\n");
-    om
+    om.finish()
 }
 
 #[test]
 fn the_host_with_other_hugepages_is_a_memory_deviation_in_both_reports() {
-    let dir = tmpdir("hosts");
-    let input = dir.join("group.om");
-    std::fs::write(&input, group_recording()).unwrap();
-    let out_json = dir.join("out.jsonl");
-    let out = analyze(&[
-        "--input",
-        input.to_str().unwrap(),
-        "--json",
-        out_json.to_str().unwrap(),
-        "--no-adf",
-    ]);
-    let md = text(&out.stdout);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let lines = json(&out_json);
-    assert_eq!(of_type(&lines, "host").len(), 4);
-    let found = of_type(&lines, "host_deviation");
+    let dir = tmpdir("groups-hosts");
+    let report = analyze_recording(&dir, "group.om", &group_recording(), &["--no-adf"]);
+    let (md, lines) = (&report.markdown, &report.lines);
+    assert_eq!(of_type(lines, "host").len(), 4);
+    let found = of_type(lines, "host_deviation");
     assert_eq!(found.len(), 1, "{found:#?}");
     let f = found[0];
     assert_eq!(f["host"], "node2");
@@ -150,42 +101,20 @@ fn the_host_with_other_hugepages_is_a_memory_deviation_in_both_reports() {
 
 /// One host, 3 minutes at 100 ms, 16 channels; the four CPU channels step from 50 to 80 at
 /// 90 s and stay there (a job starting), everything else is noise around 50.
-fn step_recording(path: &std::path::Path) {
-    let mut noise = Noise(11);
-    let subs = ["cpu", "memory", "network", "storage"];
-    let mut csv = String::from("timestamp");
-    for c in 0..16 {
-        let _ = write!(csv, ",reveal_{}_signal_{c}", subs[c % 4]);
-    }
-    csv.push('\n');
-    for t in 0..1800 {
-        let _ = write!(csv, "{:.1}", 1_700_000_000.0 + t as f64 / 10.0);
-        for c in 0..16 {
-            let level = if c % 4 == 0 && t >= 900 { 80.0 } else { 50.0 };
-            let _ = write!(csv, ",{:.4}", level + noise.next());
-        }
-        csv.push('\n');
-    }
-    std::fs::write(path, csv).unwrap();
+fn step_recording() -> String {
+    let mut noise = Lcg(11);
+    csv_recording(&signal_columns(16), 1800, |t, c| {
+        let level = if c % 4 == 0 && t >= 900 { 80.0 } else { 50.0 };
+        format!("{:.4}", level + noise.next())
+    })
 }
 
 #[test]
 fn a_persistent_workload_step_is_one_regime_change_not_an_anomaly_storm() {
-    let dir = tmpdir("regime");
-    let input = dir.join("step.csv");
-    step_recording(&input);
-    let out_json = dir.join("out.jsonl");
-    let out = analyze(&[
-        "--input",
-        input.to_str().unwrap(),
-        "--json",
-        out_json.to_str().unwrap(),
-        "--no-adf",
-    ]);
-    let md = text(&out.stdout);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let lines = json(&out_json);
-    let changes = of_type(&lines, "regime_change");
+    let dir = tmpdir("groups-regime");
+    let report = analyze_recording(&dir, "step.csv", &step_recording(), &["--no-adf"]);
+    let (md, lines) = (&report.markdown, &report.lines);
+    let changes = of_type(lines, "regime_change");
     assert_eq!(changes.len(), 1, "{changes:#?}");
     let c = changes[0];
     // The step is at 90 s; the new regime's first window ends within a window of it.
@@ -210,7 +139,7 @@ fn a_persistent_workload_step_is_one_regime_change_not_an_anomaly_storm() {
         .starts_with("A new regime since"));
     // Not a storm: the step's own windows are the change's, and what is left is the
     // detectors' 1% contamination (a stray window or two of the 178 scored).
-    let flagged = of_type(&lines, "window");
+    let flagged = of_type(lines, "window");
     assert!(flagged.len() <= 3, "{} flagged windows", flagged.len());
     for w in &flagged {
         let end = w["end_ms"].as_i64().unwrap();
@@ -220,7 +149,7 @@ fn a_persistent_workload_step_is_one_regime_change_not_an_anomaly_storm() {
         );
     }
     // One host: no cross-host comparison.
-    assert!(of_type(&lines, "host_deviation").is_empty());
+    assert!(of_type(lines, "host_deviation").is_empty());
     assert!(!md.contains("Cross-host"), "{md}");
     assert!(md.contains("### Regime changes"), "{md}");
     assert_eq!(

@@ -1,11 +1,9 @@
 //! `reveal-analyzer run` refuses a bad configuration before starting anything, naming the
 //! file, the line and the reason, and accepts the shipped examples.
 
-use std::process::Command;
+mod support;
 
-fn analyzer() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_reveal-analyzer"))
-}
+use support::{analyzer, text};
 
 fn temp_config(name: &str, text: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("reveal-cli-{}-{name}", std::process::id()));
@@ -24,38 +22,34 @@ fn shipped_configs_pass_check_config() {
             .arg(&path)
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{rel}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert!(out.status.success(), "{rel}: {}", text(&out.stderr));
     }
 }
 
 #[test]
 fn bad_config_is_refused_with_file_line_and_reason() {
-    let text = "source:\n  prometheus:\n    url: http://127.0.0.1:9090\nmetrics:\n  - expr: up\n    subsystem: cpu\nanalysis:\n  stride: 5s\n  window: 2s\n";
-    let p = temp_config("window", text);
+    let yaml = "source:\n  prometheus:\n    url: http://127.0.0.1:9090\nmetrics:\n  - expr: up\n    subsystem: cpu\nanalysis:\n  stride: 5s\n  window: 2s\n";
+    let p = temp_config("window", yaml);
     let out = analyzer()
         .args(["run", "--config.file"])
         .arg(&p)
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = text(&out.stderr);
     assert!(
         err.contains(&format!("{}:9: analysis.window:", p.display())),
         "{err}"
     );
     assert!(err.contains("shorter than stride"), "{err}");
 
-    let p = temp_config("typo", &text.replace("  stride: 5s\n", "  strides: 5s\n"));
+    let p = temp_config("typo", &yaml.replace("  stride: 5s\n", "  strides: 5s\n"));
     let out = analyzer()
         .args(["run", "--config.file"])
         .arg(&p)
         .output()
         .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
         err.contains(&format!("{}:8:", p.display())) && err.contains("unknown field `strides`"),
@@ -71,5 +65,5 @@ fn missing_config_file_is_named() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/reveal.yml"));
+    assert!(text(&out.stderr).contains("/nonexistent/reveal.yml"));
 }

@@ -1,10 +1,8 @@
 //! `reveal-analyzer compare` as a user runs it: two reports on disk, the real binary.
 
-use std::process::Command;
+mod support;
 
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_reveal-analyzer"))
-}
+use support::{analyzer, text};
 
 #[test]
 fn compares_two_reports_per_host_and_overall() {
@@ -29,18 +27,14 @@ fn compares_two_reports_per_host_and_overall() {
     .unwrap();
     let b = dir.join("b.csv");
     std::fs::write(&b, "start,end,host\n5000,25000,n1\n").unwrap();
-    let out = bin()
+    let out = analyzer()
         .arg("compare")
         .arg(&a)
         .arg(&b)
         .arg("--json")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     // n1: intersection 5 + 5 = 10 s, union 20 + 20 − 10 = 30 s → IoU 1/3; both A segments hit.
     let n1 = &v["hosts"][0];
@@ -57,29 +51,29 @@ fn compares_two_reports_per_host_and_overall() {
     assert!((all["iou"].as_f64().unwrap() - 10.0 / 35.0).abs() < 1e-12);
     assert!((all["hit_by_count"].as_f64().unwrap() - 2.0 / 3.0).abs() < 1e-12);
     // The Markdown table by default.
-    let out = bin().arg("compare").arg(&a).arg(&b).output().unwrap();
+    let out = analyzer().arg("compare").arg(&a).arg(&b).output().unwrap();
     let md = String::from_utf8(out.stdout).unwrap();
     assert!(
         md.contains("| n1 | 2 / 1 | 0.333 | 1.000 | 0.500 |"),
         "{md}"
     );
     // A missing or malformed file is a clear error with status 2, not a panic.
-    let out = bin()
+    let out = analyzer()
         .arg("compare")
         .arg(&a)
         .arg(dir.join("nope.csv"))
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("nope.csv"));
+    assert!(text(&out.stderr).contains("nope.csv"));
     std::fs::write(dir.join("bad.csv"), "1,2\n3,x\n").unwrap();
-    let out = bin()
+    let out = analyzer()
         .arg("compare")
         .arg(&a)
         .arg(dir.join("bad.csv"))
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("line 2"));
+    assert!(text(&out.stderr).contains("line 2"));
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -2,10 +2,13 @@
 //! windows → features → [`crosshost::analyze`], on synthetic data with one known deviating
 //! host (the paper's HugePages case) and groups that must stay quiet.
 
+mod support;
+
 use reveal_analyzer::crosshost::{self, CrossHostParams, CrossHostTracker, Method};
 use reveal_analyzer::features::{Extractor, Feature, FeatureConfig, FeatureMatrix};
 use reveal_analyzer::matrix::{Channel, HostMatrix, Kind, MatrixBuilder, MetricType, Subsystem};
 use reveal_analyzer::window::{plan_windows, WindowConfig};
+use support::XorShift;
 
 const FREE: &str = "reveal_memory_hugepages{state=\"free\"}";
 const BUSY: &str = "reveal_cpu_busy_ratio{cpu=\"0\"}";
@@ -22,22 +25,11 @@ fn channel(name: &str, kind: Kind) -> Channel {
     }
 }
 
-/// A deterministic noise source (xorshift), so runs are reproducible without a crate.
-struct Noise(u64);
-impl Noise {
-    fn next(&mut self) -> f64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-    }
-}
-
 /// One host, `secs` seconds at 100 ms: HugePages free (static), CPU busy (dynamic, noisy,
 /// same workload on every host) and dirty memory (dynamic, noisy).
 fn host(name: &str, hugepages_free: f64, secs: i64, seed: u64) -> HostMatrix {
     let mut b = MatrixBuilder::new();
-    let mut noise = Noise(seed);
+    let mut noise = XorShift(seed);
     let (free, busy, dirty) = (
         channel(FREE, Kind::Static),
         channel(BUSY, Kind::Dynamic),
@@ -176,7 +168,7 @@ fn a_host_with_gaps_is_compared_where_it_has_data() {
 fn a_csv_recording_of_nine_hosts_names_the_odd_one() {
     // The same case read through the CSV source, where the host label splits one file into
     // hosts: node6 has no HugePages free, four hosts 512 and four 511.
-    let mut noise = Noise(77);
+    let mut noise = XorShift(77);
     let mut s = String::from("timestamp_ms");
     for h in 0..9 {
         s.push_str(&format!(

@@ -2,6 +2,8 @@
 //! redundancy, the selection file read back through the exporter's own parser, and a
 //! recording of this host made with the exporter's collectors.
 
+mod support;
+
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
@@ -10,6 +12,7 @@ use reveal_analyzer::matrix::{Channel, HostMatrix, Kind, MetricType, Subsystem};
 use reveal_analyzer::prune::cli::{run_cli, PruneArgs};
 use reveal_analyzer::prune::{correlate, curves, priority, thresholds, union};
 use reveal_exporter::selection::{known_descs, Selection};
+use support::{analyzer, text, XorShift};
 
 fn matrix(rows: &[(&str, Vec<f64>)]) -> HostMatrix {
     let n = rows[0].1.len();
@@ -81,17 +84,6 @@ fn priority_table_prefers_utilization_and_throughput() {
     assert_eq!(priority("reveal_storage_reads_merged_total"), 2);
 }
 
-/// Deterministic noise in [−0.5, 0.5).
-struct Noise(u64);
-impl Noise {
-    fn next(&mut self) -> f64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-    }
-}
-
 const CPU: &str = "reveal_cpu_time_seconds_total{cpu=\"0\",mode=\"user\"}";
 const INS: &str = "reveal_cpu_instructions_total{cpu=\"0\"}";
 const RXB: &str = "reveal_network_receive_bytes_total{device=\"eth0\"}";
@@ -105,7 +97,7 @@ const LOAD: &str = "node_load1";
 /// follows CPU time; in run B it does not. eth0 packets follow eth0 bytes in both; eth1
 /// packets, dirty memory and the load are independent; the error counter never moves.
 fn csv_run(instructions_follow_cpu: bool, seed: u64) -> String {
-    let mut n = Noise(seed);
+    let mut n = XorShift(seed);
     let names = [CPU, INS, RXB, RXP0, RXP1, DIRTY, ERR, LOAD];
     let mut s = String::from("timestamp_ms");
     for h in names {
@@ -272,7 +264,7 @@ fn union_over_runs_and_selection_loads_in_the_exporter() {
 fn curves_on_a_redundant_family() {
     // Five channels all driven by one signal plus small independent noise: at |r| ≤ 0.9 one
     // representative remains, and it explains the others almost fully.
-    let mut n = Noise(5);
+    let mut n = XorShift(5);
     let base: Vec<f64> = (0..300).map(|_| n.next()).collect();
     let rows: Vec<(String, Vec<f64>)> = (0..5)
         .map(|i| {
@@ -365,7 +357,7 @@ fn a_recording_of_this_host_prunes_to_a_loadable_selection() {
 fn long_runs_are_correlated_in_blocks_exactly() {
     // 10,000 steps (more than one block of the products): r must equal the textbook
     // two-pass Pearson on the same data.
-    let mut n = Noise(9);
+    let mut n = XorShift(9);
     let x: Vec<f64> = (0..10_000).map(|_| n.next()).collect();
     let y: Vec<f64> = x.iter().map(|v| 0.3 * v + 0.2 * n.next() + 7.0).collect();
     let pearson = |a: &[f64], b: &[f64]| {
@@ -392,7 +384,7 @@ fn the_prune_command_writes_what_it_says() {
     let a = tmp("cmd.csv");
     std::fs::write(&a, csv_run(true, 21)).unwrap();
     let (sel, curves_path) = (tmp("cmd-selection.yml"), tmp("cmd-curves.csv"));
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_reveal-analyzer"))
+    let out = analyzer()
         .arg("prune")
         .arg(&a)
         .arg("--output.selection")
@@ -401,11 +393,7 @@ fn the_prune_command_writes_what_it_says() {
         .arg(&curves_path)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
     let summary = String::from_utf8(out.stdout).unwrap();
     assert!(
         summary.contains("1 runs, 8 channels; kept 6 at |r| ≥ 0.5"),
@@ -421,7 +409,7 @@ fn the_prune_command_writes_what_it_says() {
     );
     // A threshold outside (0, 1] and an unreadable recording are refused with status 2.
     for bad in [vec!["--threshold", "1.5"], vec![]] {
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_reveal-analyzer"));
+        let mut cmd = analyzer();
         cmd.arg("prune").args(&bad);
         cmd.arg(if bad.is_empty() {
             tmp("missing.csv")
