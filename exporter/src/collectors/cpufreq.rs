@@ -17,7 +17,8 @@
 //! user, thermald, a power-capping daemon) writes the policy, so they are read with the
 //! directory scan, at most [`RESCAN`] apart, which halves the files opened per scrape.
 
-use super::sysfs_attr::{Attr, Budget, ScanFailure};
+use super::sysfs_attr::{Attr, Budget};
+use super::sysfs_scan::ScanFailure;
 use super::{Collector, Settings};
 use crate::error::{CollectError, ParseError};
 use crate::read::{dir_names, read_into};

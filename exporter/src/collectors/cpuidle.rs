@@ -15,7 +15,8 @@
 //! Cost: names are read once per scan ([`RESCAN`]); a scrape reads two small files per CPU and
 //! state, through kept-open files (see [`super::sysfs_attr`]).
 
-use super::sysfs_attr::{Attr, Budget, ScanFailure};
+use super::sysfs_attr::{Attr, Budget};
+use super::sysfs_scan::ScanFailure;
 use super::{Collector, Settings};
 use crate::error::{CollectError, ParseError};
 use crate::read::{dir_names, read_into};

@@ -11,12 +11,13 @@
 //! cause of uneven performance that host-wide totals hide.
 
 use super::sysfs_attr::{Attr, Budget};
+use super::sysfs_scan::Rescan;
 use super::{Collector, Settings};
 use crate::error::{CollectError, ParseError};
 use crate::read::dir_names;
 use crate::scrape::{Desc, Scrape, Unit};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How often the set of pools and nodes is looked up again (sizes and nodes rarely change;
 /// a read failure also triggers a new lookup).
@@ -107,10 +108,8 @@ pub struct HugepagesCollector {
     global_dir: PathBuf,
     nodes_dir: PathBuf,
     pools: Vec<Pool>,
-    discovered: Option<Instant>,
-    /// Why the last lookup found nothing: repeated without touching the filesystem until the
-    /// next lookup, so a host without this hardware pays nothing per scrape.
-    absent: Option<(PathBuf, String)>,
+    /// Looks the pools up every [`REDISCOVER`], at once after a failed read.
+    rescan: Rescan,
     buf: String,
 }
 
@@ -120,17 +119,17 @@ impl HugepagesCollector {
             global_dir: s.paths.sys("kernel/mm/hugepages"),
             nodes_dir: s.paths.sys("devices/system/node"),
             pools: Vec::new(),
-            discovered: None,
-            absent: None,
+            rescan: Rescan::new(REDISCOVER, Duration::ZERO),
             buf: String::new(),
         };
         // A failure here is reported by the first update, which looks again.
-        let _ = c.discover();
+        if c.discover().is_ok() {
+            c.rescan.scanned();
+        }
         c
     }
 
     fn discover(&mut self) -> Result<(), CollectError> {
-        self.discovered = None;
         // Dropping the old pools closes their files before the new ones are opened.
         self.pools.clear();
         let mut budget = Budget::share_of_limit(FD_SHARE);
@@ -169,7 +168,6 @@ impl HugepagesCollector {
                 ));
             }
         }
-        self.discovered = Some(Instant::now());
         Ok(())
     }
 }
@@ -185,22 +183,8 @@ impl Collector for HugepagesCollector {
     }
 
     fn update(&mut self, out: &mut Scrape) -> Result<(), CollectError> {
-        if !matches!(self.discovered, Some(t) if t.elapsed() <= REDISCOVER) {
-            self.absent = None;
-            if let Err(e) = self.discover() {
-                if let CollectError::Unsupported { path, reason } = &e {
-                    self.absent = Some((path.clone(), reason.clone()));
-                    self.discovered = Some(Instant::now());
-                }
-                return Err(e);
-            }
-        }
-        if let Some((path, reason)) = &self.absent {
-            return Err(CollectError::Unsupported {
-                path: path.clone(),
-                reason: reason.clone(),
-            });
-        }
+        let scanned = self.rescan.due().then(|| self.discover());
+        self.rescan.check(scanned)?;
         let mut failed = None;
         for p in &self.pools {
             for (file, state) in &p.files {
@@ -220,7 +204,7 @@ impl Collector for HugepagesCollector {
             }
         }
         if let Some(e) = failed {
-            self.discovered = None;
+            self.rescan.retry_soon();
             // Garbage in a file is an error; a file that disappeared is a pool that went away.
             if matches!(e, CollectError::Parse { .. }) {
                 return Err(e);

@@ -17,7 +17,8 @@
 //! `Unsupported` there. A sensor that cannot be read (a sleeping disk under drivetemp, a
 //! faulty diode) is left out of that scrape and the others are kept.
 
-use super::sysfs_attr::{Attr, Budget, ScanFailure};
+use super::sysfs_attr::{Attr, Budget};
+use super::sysfs_scan::ScanFailure;
 use super::{Collector, Settings};
 use crate::error::{CollectError, ParseError};
 use crate::read::{dir_names, read_into};

@@ -17,12 +17,13 @@
 //! with no conversion factor.
 
 use super::sysfs_attr::{Attr, Budget};
+use super::sysfs_scan::{found_any, Rescan};
 use super::{Collector, Settings};
 use crate::error::{CollectError, ParseError};
 use crate::read::dir_names;
 use crate::scrape::{Desc, Scrape, Unit};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How often devices, ports and counter files are looked up again (a read failure also
 /// triggers a new lookup).
@@ -170,10 +171,8 @@ struct Port {
 pub struct InfinibandCollector {
     root: PathBuf,
     ports: Vec<Port>,
-    discovered: Option<Instant>,
-    /// Why the last lookup found nothing: repeated without touching the filesystem until the
-    /// next lookup, so a host without this hardware pays nothing per scrape.
-    absent: Option<(PathBuf, String)>,
+    /// Looks the ports up every [`REDISCOVER`], at once after a failed read.
+    rescan: Rescan,
     buf: String,
 }
 
@@ -193,17 +192,17 @@ impl InfinibandCollector {
         let mut c = InfinibandCollector {
             root: s.paths.sys("class/infiniband"),
             ports: Vec::new(),
-            discovered: None,
-            absent: None,
+            rescan: Rescan::new(REDISCOVER, Duration::ZERO),
             buf: String::new(),
         };
         // A failure here (no InfiniBand on this host) is reported by the first update.
-        let _ = c.discover();
+        if c.discover().is_ok() {
+            c.rescan.scanned();
+        }
         c
     }
 
     fn discover(&mut self) -> Result<(), CollectError> {
-        self.discovered = None;
         // Dropping the old ports closes their files before the new ones are opened.
         self.ports.clear();
         // Counters are kept open and re-read with pread (`sysfs_attr`): dozens per port.
@@ -247,14 +246,7 @@ impl InfinibandCollector {
                 });
             }
         }
-        if self.ports.is_empty() {
-            return Err(CollectError::Unsupported {
-                path: self.root.clone(),
-                reason: "no InfiniBand ports".into(),
-            });
-        }
-        self.discovered = Some(Instant::now());
-        Ok(())
+        found_any(&self.ports, || self.root.clone(), "no InfiniBand ports")
     }
 }
 
@@ -282,22 +274,8 @@ impl Collector for InfinibandCollector {
     }
 
     fn update(&mut self, out: &mut Scrape) -> Result<(), CollectError> {
-        if !matches!(self.discovered, Some(t) if t.elapsed() <= REDISCOVER) {
-            self.absent = None;
-            if let Err(e) = self.discover() {
-                if let CollectError::Unsupported { path, reason } = &e {
-                    self.absent = Some((path.clone(), reason.clone()));
-                    self.discovered = Some(Instant::now());
-                }
-                return Err(e);
-            }
-        }
-        if let Some((path, reason)) = &self.absent {
-            return Err(CollectError::Unsupported {
-                path: path.clone(),
-                reason: reason.clone(),
-            });
-        }
+        let scanned = self.rescan.due().then(|| self.discover());
+        self.rescan.check(scanned)?;
         let mut missing = false;
         for p in &self.ports {
             let labels = || vec![("device", p.device.clone()), ("port", p.port.clone())];
@@ -336,7 +314,7 @@ impl Collector for InfinibandCollector {
         }
         if missing {
             // A port or counter went away (driver reload, hotplug): look again next scrape.
-            self.discovered = None;
+            self.rescan.retry_soon();
         }
         Ok(())
     }

@@ -28,6 +28,7 @@ pub mod sockstat;
 pub mod softirqs;
 pub mod stat;
 pub mod sysfs_attr;
+pub mod sysfs_scan;
 pub mod tcpstat;
 pub mod vmstat;
 

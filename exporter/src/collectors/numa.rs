@@ -12,12 +12,13 @@
 //! page size; these are the default size only).
 
 use super::meminfo::{kib_to_bytes, split_line};
+use super::sysfs_scan::{found_any, Rescan};
 use super::{Collector, Settings};
 use crate::error::{CollectError, ParseError};
 use crate::read::{dir_names, KeptFile};
 use crate::scrape::{Desc, Scrape, Unit};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How often nodes are looked up again (memory hotplug can add one; a read failure also
 /// triggers a new lookup).
@@ -213,10 +214,8 @@ struct Node {
 pub struct NumaCollector {
     dir: PathBuf,
     nodes: Vec<Node>,
-    discovered: Option<Instant>,
-    /// Why the last lookup found nothing: repeated without touching the filesystem until the
-    /// next lookup, so a host without this hardware pays nothing per scrape.
-    absent: Option<(PathBuf, String)>,
+    /// Looks the nodes up every [`REDISCOVER`], at once after a failed read.
+    rescan: Rescan,
     buf: String,
 }
 
@@ -225,17 +224,17 @@ impl NumaCollector {
         let mut c = NumaCollector {
             dir: s.paths.sys("devices/system/node"),
             nodes: Vec::new(),
-            discovered: None,
-            absent: None,
+            rescan: Rescan::new(REDISCOVER, Duration::ZERO),
             buf: String::new(),
         };
         // A failure here is reported by the first update, which looks again.
-        let _ = c.discover();
+        if c.discover().is_ok() {
+            c.rescan.scanned();
+        }
         c
     }
 
     fn discover(&mut self) -> Result<(), CollectError> {
-        self.discovered = None;
         self.nodes.clear();
         for name in dir_names(&self.dir)? {
             let Some(id) = name
@@ -251,14 +250,7 @@ impl NumaCollector {
                 meminfo: KeptFile::new(d.join("meminfo")),
             });
         }
-        if self.nodes.is_empty() {
-            return Err(CollectError::Unsupported {
-                path: self.dir.clone(),
-                reason: "no NUMA nodes".into(),
-            });
-        }
-        self.discovered = Some(Instant::now());
-        Ok(())
+        found_any(&self.nodes, || self.dir.clone(), "no NUMA nodes")
     }
 
     fn update_node(node: &Node, buf: &mut String, out: &mut Scrape) -> Result<(), CollectError> {
@@ -295,22 +287,8 @@ impl Collector for NumaCollector {
     }
 
     fn update(&mut self, out: &mut Scrape) -> Result<(), CollectError> {
-        if !matches!(self.discovered, Some(t) if t.elapsed() <= REDISCOVER) {
-            self.absent = None;
-            if let Err(e) = self.discover() {
-                if let CollectError::Unsupported { path, reason } = &e {
-                    self.absent = Some((path.clone(), reason.clone()));
-                    self.discovered = Some(Instant::now());
-                }
-                return Err(e);
-            }
-        }
-        if let Some((path, reason)) = &self.absent {
-            return Err(CollectError::Unsupported {
-                path: path.clone(),
-                reason: reason.clone(),
-            });
-        }
+        let scanned = self.rescan.due().then(|| self.discover());
+        self.rescan.check(scanned)?;
         let mut first_err = None;
         for node in &self.nodes {
             // Keep the other nodes when one fails; report the failure after.
@@ -321,7 +299,7 @@ impl Collector for NumaCollector {
         match first_err {
             None => Ok(()),
             Some(e) => {
-                self.discovered = None;
+                self.rescan.retry_soon();
                 Err(e)
             }
         }

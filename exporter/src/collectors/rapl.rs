@@ -25,7 +25,8 @@
 //! another user every read is denied and the collector is `Unsupported`. The development VM
 //! has no powercap class at all (no RAPL in the guest), so it is `Unsupported` there too.
 
-use super::sysfs_attr::{Attr, Budget, ScanFailure};
+use super::sysfs_attr::{Attr, Budget};
+use super::sysfs_scan::ScanFailure;
 use super::{Collector, Settings};
 use crate::error::{CollectError, ParseError};
 use crate::read::{dir_names, read_into};

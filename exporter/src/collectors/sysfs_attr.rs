@@ -1,5 +1,5 @@
-//! A sysfs attribute kept open between scrapes, for collectors that read many small files, and
-//! the scan failure those collectors repeat until their next scan.
+//! A sysfs attribute kept open between scrapes, for collectors that read many small files (their
+//! scan cycle is in [`super::sysfs_scan`]).
 //!
 //! sysfs produces an attribute's text anew on every read at offset 0 (the re-read that
 //! `sysfs_notify` users are told to do: <https://docs.kernel.org/filesystems/sysfs.html>), so a
@@ -100,50 +100,6 @@ impl Attr {
     }
 }
 
-/// The error of a collector's last directory scan, repeated by every update until the next
-/// scan: an update between scans must report the same failure (success 0, the same message,
-/// so it is logged once), not succeed with nothing to show.
-#[derive(Debug, Default)]
-pub struct ScanFailure(Option<CollectError>);
-
-impl ScanFailure {
-    /// Records the outcome of a scan and passes it on.
-    pub fn record(&mut self, res: Result<(), CollectError>) -> Result<(), CollectError> {
-        match res {
-            Ok(()) => {
-                self.0 = None;
-                Ok(())
-            }
-            Err(e) => {
-                self.0 = Some(copy_error(&e));
-                Err(e)
-            }
-        }
-    }
-
-    /// The last scan's error again, if it failed.
-    pub fn repeat(&self) -> Result<(), CollectError> {
-        self.0.as_ref().map_or(Ok(()), |e| Err(copy_error(e)))
-    }
-}
-
-fn copy_error(e: &CollectError) -> CollectError {
-    match e {
-        CollectError::Unsupported { path, reason } => CollectError::Unsupported {
-            path: path.clone(),
-            reason: reason.clone(),
-        },
-        CollectError::Io { path, source } => CollectError::Io {
-            path: path.clone(),
-            source: std::io::Error::new(source.kind(), source.to_string()),
-        },
-        CollectError::Parse { path, source } => CollectError::Parse {
-            path: path.clone(),
-            source: source.clone(),
-        },
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -168,22 +124,5 @@ mod tests {
         assert!(ka.read(&mut buf).is_err());
         std::fs::remove_dir_all(&dir).unwrap();
         assert!(kb.read(&mut buf).unwrap_err().is_unsupported());
-    }
-
-    #[test]
-    fn scan_failure_repeats_the_same_message() {
-        let mut f = ScanFailure::default();
-        assert!(f.repeat().is_ok());
-        let e = CollectError::io("/x", std::io::Error::from(std::io::ErrorKind::NotFound));
-        let msg = e.to_string();
-        assert!(f.record(Err(e)).is_err());
-        let again = f.repeat().unwrap_err();
-        assert!(again.is_unsupported());
-        assert_eq!(again.to_string(), msg);
-        let e = CollectError::io("/x", std::io::Error::other("EIO"));
-        let msg = e.to_string();
-        let _ = f.record(Err(e));
-        assert_eq!(f.repeat().unwrap_err().to_string(), msg);
-        assert!(f.record(Ok(())).is_ok() && f.repeat().is_ok());
     }
 }
