@@ -18,13 +18,13 @@
 //! directory scan, at most [`RESCAN`] apart, which halves the files opened per scrape.
 
 use super::sysfs_attr::{Attr, Budget};
-use super::sysfs_scan::ScanFailure;
+use super::sysfs_scan::{cpu_number, found_any, Rescan};
 use super::{Collector, Settings};
 use crate::error::{CollectError, ParseError};
 use crate::read::{dir_names, read_into};
 use crate::scrape::{Desc, Scrape, Unit};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How long a CPU list and the policy limits are reused before the directory is read again
 /// (CPU hotplug, a driver loaded late, limits written). A failed read brings the next scan
@@ -91,11 +91,8 @@ struct Cpu {
 pub struct CpufreqCollector {
     cpu_root: PathBuf,
     cpus: Vec<Cpu>,
-    scanned: Option<Instant>,
-    /// A read failed since the last scan: rescan after [`RETRY`] rather than [`RESCAN`].
-    retry: bool,
-    /// The last scan's error, repeated until the next scan.
-    scan_failure: ScanFailure,
+    /// Scans every [`RESCAN`], after [`RETRY`] once a read failed.
+    rescan: Rescan,
     /// A cap on kept-open files below the [`FD_SHARE`] budget (tests set it to read by path).
     max_open: usize,
     buf: String,
@@ -106,9 +103,7 @@ impl CpufreqCollector {
         CpufreqCollector {
             cpu_root: s.paths.sys("devices/system/cpu"),
             cpus: Vec::new(),
-            scanned: None,
-            retry: false,
-            scan_failure: ScanFailure::default(),
+            rescan: Rescan::new(RESCAN, RETRY),
             max_open: usize::MAX,
             buf: String::new(),
         }
@@ -121,20 +116,12 @@ impl CpufreqCollector {
 
     /// Lists the CPUs that have a cpufreq directory and reads their policy limits.
     fn scan(&mut self) -> Result<(), CollectError> {
-        self.scanned = Some(Instant::now());
-        self.retry = false;
         self.cpus.clear();
         let mut budget = Budget::share_of_limit(FD_SHARE).capped(self.max_open);
         for name in dir_names(&self.cpu_root)? {
-            let Some(n) = name
-                .strip_prefix("cpu")
-                .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
-            else {
+            let Some(n) = cpu_number(&name) else {
                 continue;
             };
-            if n.is_empty() {
-                continue;
-            }
             let dir = self.cpu_root.join(&name).join("cpufreq");
             if !dir.is_dir() {
                 continue;
@@ -151,13 +138,11 @@ impl CpufreqCollector {
                 hw_max,
             });
         }
-        if self.cpus.is_empty() {
-            return Err(CollectError::Unsupported {
-                path: self.cpu_root.join("cpu0/cpufreq"),
-                reason: "no CPU has a cpufreq directory (no cpufreq driver, common in VMs)".into(),
-            });
-        }
-        Ok(())
+        found_any(
+            &self.cpus,
+            || self.cpu_root.join("cpu0/cpufreq"),
+            "no CPU has a cpufreq directory (no cpufreq driver, common in VMs)",
+        )
     }
 }
 
@@ -167,47 +152,30 @@ impl Collector for CpufreqCollector {
     }
 
     fn update(&mut self, out: &mut Scrape) -> Result<(), CollectError> {
-        let wait = if self.retry { RETRY } else { RESCAN };
-        if self.scanned.is_none_or(|t| t.elapsed() >= wait) {
-            let res = self.scan();
-            self.scan_failure.record(res)?;
-        }
-        self.scan_failure.repeat()?;
-        let cpus = std::mem::take(&mut self.cpus);
-        let mut first_err = None;
-        let mut ok = 0;
-        for c in &cpus {
-            let read = c.cur.read(&mut self.buf);
-            match read.and_then(|()| {
-                parse_khz(&self.buf).map_err(|e| CollectError::parse(c.cur.path(), e))
-            }) {
-                Ok(hz) => {
-                    out.push(&FREQUENCY, vec![("cpu", c.label.clone())], hz);
-                    ok += 1;
+        let scanned = self.rescan.due().then(|| self.scan());
+        self.rescan.check(scanned)?;
+        let buf = &mut self.buf;
+        // Any failed read (a CPU going offline) calls for an early rescan.
+        self.rescan.read_each(
+            &self.cpus,
+            |_| true,
+            |c| {
+                c.cur.read(buf)?;
+                let hz = parse_khz(buf).map_err(|e| CollectError::parse(c.cur.path(), e))?;
+                out.push(&FREQUENCY, vec![("cpu", c.label.clone())], hz);
+                let limits = [
+                    (&MIN_FREQUENCY, c.min),
+                    (&MAX_FREQUENCY, c.max),
+                    (&HARDWARE_MAX_FREQUENCY, c.hw_max),
+                ];
+                for (desc, v) in limits {
+                    if let Some(v) = v {
+                        out.push(desc, vec![("cpu", c.label.clone())], v);
+                    }
                 }
-                // One CPU going offline must not hide the others; rescan next time.
-                Err(e) => {
-                    self.retry = true;
-                    first_err.get_or_insert(e);
-                    continue;
-                }
-            }
-            let limits = [
-                (&MIN_FREQUENCY, c.min),
-                (&MAX_FREQUENCY, c.max),
-                (&HARDWARE_MAX_FREQUENCY, c.hw_max),
-            ];
-            for (desc, v) in limits {
-                if let Some(v) = v {
-                    out.push(desc, vec![("cpu", c.label.clone())], v);
-                }
-            }
-        }
-        self.cpus = cpus;
-        match first_err {
-            Some(e) if ok == 0 => Err(e),
-            _ => Ok(()),
-        }
+                Ok(())
+            },
+        )
     }
 }
 
@@ -296,13 +264,16 @@ mod tests {
         // here stays readable after unlinking: rescan reading by path, as a removal then
         // shows the way it would on a real host.
         c.max_open = 0;
-        c.scanned = None;
+        c.rescan.expire();
         c.update(&mut Scrape::new()).unwrap();
         std::fs::remove_dir_all(dir.join(format!("{f}2"))).unwrap();
         let mut out = Scrape::new();
         c.update(&mut out).unwrap();
         assert_eq!(out.sample_count(), 4);
-        assert!(c.retry, "a failed read asks for an early rescan");
+        assert!(
+            c.rescan.retrying(),
+            "a failed read asks for an early rescan"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -16,13 +16,13 @@
 //! state, through kept-open files (see [`super::sysfs_attr`]).
 
 use super::sysfs_attr::{Attr, Budget};
-use super::sysfs_scan::ScanFailure;
+use super::sysfs_scan::{cpu_number, found_any, Rescan};
 use super::{Collector, Settings};
 use crate::error::{CollectError, ParseError};
 use crate::read::{dir_names, read_into};
 use crate::scrape::{Desc, Scrape, Unit};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How long the list of CPUs and states is reused before the directories are read again (CPU
 /// hotplug, an idle driver loaded late). A failed read brings the next scan forward to
@@ -77,11 +77,8 @@ struct State {
 pub struct CpuidleCollector {
     cpu_root: PathBuf,
     states: Vec<State>,
-    scanned: Option<Instant>,
-    /// A read failed since the last scan: rescan after [`RETRY`] rather than [`RESCAN`].
-    retry: bool,
-    /// The last scan's error, repeated until the next scan.
-    scan_failure: ScanFailure,
+    /// Scans every [`RESCAN`], after [`RETRY`] once a read failed.
+    rescan: Rescan,
     /// A cap on kept-open files below the [`FD_SHARE`] budget (tests set it to read by path).
     max_open: usize,
     buf: String,
@@ -92,31 +89,19 @@ impl CpuidleCollector {
         CpuidleCollector {
             cpu_root: s.paths.sys("devices/system/cpu"),
             states: Vec::new(),
-            scanned: None,
-            retry: false,
-            scan_failure: ScanFailure::default(),
+            rescan: Rescan::new(RESCAN, RETRY),
             max_open: usize::MAX,
             buf: String::new(),
         }
     }
 
-    fn read_counter(&mut self, attr: &Attr) -> Result<u64, CollectError> {
-        attr.read(&mut self.buf)?;
-        parse_counter(&self.buf).map_err(|e| CollectError::parse(attr.path(), e))
-    }
-
     fn scan(&mut self) -> Result<(), CollectError> {
-        self.scanned = Some(Instant::now());
-        self.retry = false;
         self.states.clear();
         let mut budget = Budget::share_of_limit(FD_SHARE).capped(self.max_open);
         for cpu_name in dir_names(&self.cpu_root)? {
-            let Some(n) = cpu_name.strip_prefix("cpu") else {
+            let Some(n) = cpu_number(&cpu_name) else {
                 continue;
             };
-            if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
-                continue;
-            }
             let idle = self.cpu_root.join(&cpu_name).join("cpuidle");
             // No cpuidle directory: this CPU (or the whole host) has no idle driver.
             let Ok(names) = dir_names(&idle) else {
@@ -140,14 +125,17 @@ impl CpuidleCollector {
                 });
             }
         }
-        if self.states.is_empty() {
-            return Err(CollectError::Unsupported {
-                path: self.cpu_root.join("cpu0/cpuidle"),
-                reason: "no CPU has cpuidle states (no idle driver)".into(),
-            });
-        }
-        Ok(())
+        found_any(
+            &self.states,
+            || self.cpu_root.join("cpu0/cpuidle"),
+            "no CPU has cpuidle states (no idle driver)",
+        )
     }
+}
+
+fn read_counter(attr: &Attr, buf: &mut String) -> Result<u64, CollectError> {
+    attr.read(buf)?;
+    parse_counter(buf).map_err(|e| CollectError::parse(attr.path(), e))
 }
 
 impl Collector for CpuidleCollector {
@@ -156,38 +144,22 @@ impl Collector for CpuidleCollector {
     }
 
     fn update(&mut self, out: &mut Scrape) -> Result<(), CollectError> {
-        let wait = if self.retry { RETRY } else { RESCAN };
-        if self.scanned.is_none_or(|t| t.elapsed() >= wait) {
-            let res = self.scan();
-            self.scan_failure.record(res)?;
-        }
-        self.scan_failure.repeat()?;
-        let states = std::mem::take(&mut self.states);
-        let mut first_err = None;
-        let mut ok = 0;
-        for st in &states {
-            let read = self
-                .read_counter(&st.time)
-                .and_then(|t| Ok((t, self.read_counter(&st.usage)?)));
-            match read {
-                Ok((time_us, usage)) => {
-                    let labels = || vec![("cpu", st.cpu.clone()), ("state", st.name.clone())];
-                    out.push(&IDLE_TIME, labels(), time_us as f64 / 1e6);
-                    out.push(&IDLE_ENTRIES, labels(), usage as f64);
-                    ok += 1;
-                }
-                // A CPU going offline must not hide the others; rescan next time.
-                Err(e) => {
-                    self.retry = true;
-                    first_err.get_or_insert(e);
-                }
-            }
-        }
-        self.states = states;
-        match first_err {
-            Some(e) if ok == 0 => Err(e),
-            _ => Ok(()),
-        }
+        let scanned = self.rescan.due().then(|| self.scan());
+        self.rescan.check(scanned)?;
+        let buf = &mut self.buf;
+        // Any failed read (a CPU going offline) calls for an early rescan.
+        self.rescan.read_each(
+            &self.states,
+            |_| true,
+            |st| {
+                let time_us = read_counter(&st.time, buf)?;
+                let usage = read_counter(&st.usage, buf)?;
+                let labels = || vec![("cpu", st.cpu.clone()), ("state", st.name.clone())];
+                out.push(&IDLE_TIME, labels(), time_us as f64 / 1e6);
+                out.push(&IDLE_ENTRIES, labels(), usage as f64);
+                Ok(())
+            },
+        )
     }
 }
 
@@ -257,7 +229,7 @@ mod tests {
         // here stays readable after unlinking: rescan reading by path, as a removal then
         // shows the way it would on a real host.
         c.max_open = 0;
-        c.scanned = None;
+        c.rescan.expire();
         c.update(&mut Scrape::new()).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
         assert!(c.update(&mut Scrape::new()).is_err());

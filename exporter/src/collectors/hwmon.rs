@@ -18,13 +18,13 @@
 //! faulty diode) is left out of that scrape and the others are kept.
 
 use super::sysfs_attr::{Attr, Budget};
-use super::sysfs_scan::ScanFailure;
+use super::sysfs_scan::{found_any, Rescan};
 use super::{Collector, Settings};
 use crate::error::{CollectError, ParseError};
 use crate::read::{dir_names, read_into};
 use crate::scrape::{Desc, Scrape, Unit};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How long the chip list is reused before the class directory is read again (NVMe and USB
 /// devices come and go). A sensor file that vanished brings the next scan forward to [`RETRY`].
@@ -131,10 +131,8 @@ struct Sensor {
 pub struct HwmonCollector {
     root: PathBuf,
     sensors: Vec<Sensor>,
-    scanned: Option<Instant>,
-    retry: bool,
-    /// The last scan's error, repeated until the next scan.
-    scan_failure: ScanFailure,
+    /// Scans every [`RESCAN`], after [`RETRY`] once a sensor file vanished.
+    rescan: Rescan,
     /// A cap on kept-open files below the [`FD_SHARE`] budget (tests set it to read by path).
     max_open: usize,
     buf: String,
@@ -145,9 +143,7 @@ impl HwmonCollector {
         HwmonCollector {
             root: s.paths.sys("class/hwmon"),
             sensors: Vec::new(),
-            scanned: None,
-            retry: false,
-            scan_failure: ScanFailure::default(),
+            rescan: Rescan::new(RESCAN, RETRY),
             max_open: usize::MAX,
             buf: String::new(),
         }
@@ -200,8 +196,6 @@ impl HwmonCollector {
     }
 
     fn scan(&mut self) -> Result<(), CollectError> {
-        self.scanned = Some(Instant::now());
-        self.retry = false;
         self.sensors.clear();
         let mut budget = Budget::share_of_limit(FD_SHARE).capped(self.max_open);
         // (hwmonN, chip label, first sensor of the chip)
@@ -222,13 +216,11 @@ impl HwmonCollector {
                 }
             }
         }
-        if self.sensors.is_empty() {
-            return Err(CollectError::Unsupported {
-                path: self.root.clone(),
-                reason: "no hwmon temperature sensor".into(),
-            });
-        }
-        Ok(())
+        found_any(
+            &self.sensors,
+            || self.root.clone(),
+            "no hwmon temperature sensor",
+        )
     }
 }
 
@@ -238,42 +230,28 @@ impl Collector for HwmonCollector {
     }
 
     fn update(&mut self, out: &mut Scrape) -> Result<(), CollectError> {
-        let wait = if self.retry { RETRY } else { RESCAN };
-        if self.scanned.is_none_or(|t| t.elapsed() >= wait) {
-            let res = self.scan();
-            self.scan_failure.record(res)?;
-        }
-        self.scan_failure.repeat()?;
-        let mut first_err = None;
-        for s in &self.sensors {
-            let read = s.input.read(&mut self.buf).and_then(|()| {
-                parse_millicelsius(&self.buf).map_err(|e| CollectError::parse(s.input.path(), e))
-            });
-            let celsius = match read {
-                Ok(c) => c,
-                // A vanished file means the chip went away: rescan soon. Other errors (EIO,
-                // ENODATA from a sensor that cannot answer now, a value that does not parse)
-                // only skip the sensor.
-                Err(e) => {
-                    self.retry |= e.is_unsupported();
-                    first_err.get_or_insert(e);
-                    continue;
-                }
-            };
-            out.push(
-                s.desc,
-                vec![
-                    ("chip", s.chip.clone()),
-                    ("sensor", s.sensor.clone()),
-                    ("label", s.label.clone()),
-                ],
-                celsius,
-            );
-        }
-        match first_err {
-            Some(e) if out.sample_count() == 0 => Err(e),
-            _ => Ok(()),
-        }
+        let scanned = self.rescan.due().then(|| self.scan());
+        self.rescan.check(scanned)?;
+        let buf = &mut self.buf;
+        // A vanished file means the chip went away: rescan soon. Other errors (EIO, ENODATA
+        // from a sensor that cannot answer now, a value that does not parse) only skip the
+        // sensor.
+        self.rescan
+            .read_each(&self.sensors, CollectError::is_unsupported, |s| {
+                s.input.read(buf)?;
+                let celsius =
+                    parse_millicelsius(buf).map_err(|e| CollectError::parse(s.input.path(), e))?;
+                out.push(
+                    s.desc,
+                    vec![
+                        ("chip", s.chip.clone()),
+                        ("sensor", s.sensor.clone()),
+                        ("label", s.label.clone()),
+                    ],
+                    celsius,
+                );
+                Ok(())
+            })
     }
 }
 
@@ -390,14 +368,14 @@ mod tests {
         // here stays readable after unlinking: rescan reading by path, as a removal then
         // shows the way it would on a real host.
         c.max_open = 0;
-        c.scanned = None;
+        c.rescan.expire();
         c.update(&mut Scrape::new()).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
         assert!(
             c.update(&mut Scrape::new()).unwrap_err().is_unsupported(),
             "no sensor left"
         );
-        assert!(c.retry);
+        assert!(c.rescan.retrying());
     }
 
     #[test]

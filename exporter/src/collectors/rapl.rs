@@ -26,13 +26,13 @@
 //! has no powercap class at all (no RAPL in the guest), so it is `Unsupported` there too.
 
 use super::sysfs_attr::{Attr, Budget};
-use super::sysfs_scan::ScanFailure;
+use super::sysfs_scan::{found_any, Rescan};
 use super::{Collector, Settings};
 use crate::error::{CollectError, ParseError};
 use crate::read::{dir_names, read_into};
 use crate::scrape::{Desc, Scrape, Unit};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How long the zone list is reused before the directory is read again (a driver loaded late).
 pub const RESCAN: Duration = Duration::from_secs(30);
@@ -84,10 +84,8 @@ struct Zone {
 pub struct RaplCollector {
     root: PathBuf,
     zones: Vec<Zone>,
-    scanned: Option<Instant>,
-    retry: bool,
-    /// The last scan's error, repeated until the next scan.
-    scan_failure: ScanFailure,
+    /// Scans every [`RESCAN`], after [`RETRY`] once a read failed.
+    rescan: Rescan,
     buf: String,
 }
 
@@ -96,9 +94,7 @@ impl RaplCollector {
         RaplCollector {
             root: s.paths.sys("class/powercap"),
             zones: Vec::new(),
-            scanned: None,
-            retry: false,
-            scan_failure: ScanFailure::default(),
+            rescan: Rescan::new(RESCAN, RETRY),
             buf: String::new(),
         }
     }
@@ -110,8 +106,6 @@ impl RaplCollector {
     }
 
     fn scan(&mut self) -> Result<(), CollectError> {
-        self.scanned = Some(Instant::now());
-        self.retry = false;
         let mut old = std::mem::take(&mut self.zones);
         let mut budget = Budget::share_of_limit(FD_SHARE);
         // Ordered by zone id path (0, 0:0, 0:1, 1, 1:0): parents before their subzones, which
@@ -169,13 +163,11 @@ impl RaplCollector {
                 total_uj,
             });
         }
-        if self.zones.is_empty() {
-            return Err(CollectError::Unsupported {
-                path: self.root.join("intel-rapl:0"),
-                reason: "no RAPL zone (no intel_rapl driver, or a virtual machine)".into(),
-            });
-        }
-        Ok(())
+        found_any(
+            &self.zones,
+            || self.root.join("intel-rapl:0"),
+            "no RAPL zone (no intel_rapl driver, or a virtual machine)",
+        )
     }
 }
 
@@ -185,45 +177,32 @@ impl Collector for RaplCollector {
     }
 
     fn update(&mut self, out: &mut Scrape) -> Result<(), CollectError> {
-        let wait = if self.retry { RETRY } else { RESCAN };
-        if self.scanned.is_none_or(|t| t.elapsed() >= wait) {
-            let res = self.scan();
-            self.scan_failure.record(res)?;
-        }
-        self.scan_failure.repeat()?;
-        let mut first_err = None;
-        let mut ok = 0;
-        for z in &mut self.zones {
-            let read = z.energy.read(&mut self.buf).and_then(|()| {
-                parse_microjoules(&self.buf).map_err(|e| CollectError::parse(z.energy.path(), e))
-            });
-            match read {
-                Ok(cur) => {
-                    // The first reading starts the total at the hardware's value, so the
-                    // series continues near where it was before an exporter restart.
-                    let d = z
-                        .last
-                        .map_or(cur, |last| energy_delta(last, cur, z.max_range));
-                    z.total_uj = z.total_uj.saturating_add(d);
-                    z.last = Some(cur);
-                    out.push(
-                        &ENERGY,
-                        vec![("zone", z.label.clone())],
-                        z.total_uj as f64 / 1e6,
-                    );
-                    ok += 1;
-                }
-                // One unreadable zone must not hide the others.
-                Err(e) => {
-                    self.retry = true;
-                    first_err.get_or_insert(e);
-                }
-            }
-        }
-        match first_err {
-            Some(e) if ok == 0 => Err(e),
-            _ => Ok(()),
-        }
+        let scanned = self.rescan.due().then(|| self.scan());
+        self.rescan.check(scanned)?;
+        let buf = &mut self.buf;
+        // One unreadable zone must not hide the others; any failed read calls for a rescan.
+        self.rescan.read_each(
+            &mut self.zones,
+            |_| true,
+            |z| {
+                z.energy.read(buf)?;
+                let cur =
+                    parse_microjoules(buf).map_err(|e| CollectError::parse(z.energy.path(), e))?;
+                // The first reading starts the total at the hardware's value, so the series
+                // continues near where it was before an exporter restart.
+                let d = z
+                    .last
+                    .map_or(cur, |last| energy_delta(last, cur, z.max_range));
+                z.total_uj = z.total_uj.saturating_add(d);
+                z.last = Some(cur);
+                out.push(
+                    &ENERGY,
+                    vec![("zone", z.label.clone())],
+                    z.total_uj as f64 / 1e6,
+                );
+                Ok(())
+            },
+        )
     }
 }
 
