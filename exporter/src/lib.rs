@@ -16,6 +16,7 @@
 pub mod cli;
 pub mod collectors;
 pub mod config;
+pub mod device_filter;
 pub mod error;
 pub mod metrics_doc;
 pub mod paths;

@@ -10,8 +10,8 @@
 //! reorders a column is detected (an unknown name or a count mismatch is an error) instead of
 //! having its numbers assigned to the wrong metric.
 
-use super::diskstats::DeviceFilter;
 use super::{Collector, Settings};
+use crate::device_filter::DeviceFilter;
 use crate::error::{CollectError, ParseError};
 use crate::read::KeptFile;
 use crate::scrape::{Desc, Scrape, Unit};
@@ -25,7 +25,7 @@ pub struct NetdevArgs {
         long = "collector.netdev.device-exclude",
         value_name = "REGEX",
         default_value = "",
-        value_parser = |s: &str| DeviceFilter::new(s).map_err(|e| e.to_string())
+        value_parser = DeviceFilter::parse_flag
     )]
     pub device_exclude: DeviceFilter,
 }
