@@ -9,6 +9,9 @@ use std::path::PathBuf;
 /// fully assigned, so it does not collide with another exporter on the same host.
 pub const DEFAULT_PORT: u16 = 19190;
 
+/// The one-line description `--help` opens with.
+pub const ABOUT: &str = "Prometheus exporter of host hardware telemetry (Reveal)";
+
 #[derive(Debug, Clone, Args)]
 pub struct Flags {
     /// Address to listen on for HTTP requests (use 127.0.0.1:PORT to stay on loopback; port 0
@@ -68,10 +71,11 @@ pub struct Cli {
 
 /// The clap command, with one `--collector.NAME` and `--no-collector.NAME` per table row.
 pub fn command() -> Command {
-    let mut cmd = Command::new("reveal-exporter")
-        .version(env!("CARGO_PKG_VERSION"))
-        .about("Prometheus exporter of host hardware telemetry (Reveal)");
-    cmd = Flags::augment_args(cmd);
+    let cmd = Command::new("reveal-exporter").version(env!("CARGO_PKG_VERSION"));
+    // clap's derive turns the doc comment of each flattened `*Args` struct ("Flags of the gpu
+    // collector") into the command's about, the last one winning: the exporter's own
+    // description is set after them.
+    let mut cmd = Flags::augment_args(cmd).about(ABOUT).long_about(None);
     for e in COLLECTORS {
         let state = if e.default_enabled {
             "enabled"
@@ -160,6 +164,14 @@ mod tests {
         assert_eq!(cli.collectors, vec!["stat"]);
         assert!(parse_from(["x", "--collector.stat", "--no-collector.stat"]).is_err());
         assert!(parse_from(["x", "--collector.nosuch"]).is_err());
+    }
+
+    #[test]
+    fn help_opens_with_the_exporters_description() {
+        let help = command().render_help().to_string();
+        assert_eq!(help.lines().next(), Some(ABOUT), "{help}");
+        let long = command().render_long_help().to_string();
+        assert_eq!(long.lines().next(), Some(ABOUT));
     }
 
     #[test]
