@@ -10,8 +10,10 @@
 //! sensor files one level down, under `hwmonN/device/`. `hwmonN` numbers follow probe order
 //! and change between boots, so the `chip` label is the driver name plus the device the link
 //! points to (`coretemp/coretemp.0`, `nvme/nvme0`, `k10temp/0000:00:18.3`), which is stable
-//! and tells two chips of one driver apart. `sensor` is `tempK`, `label` the driver's
-//! `tempK_label` (empty when it has none).
+//! and tells two chips of one driver apart; where two devices share a name, their whole path
+//! under `devices` does. Only chips that no device tells apart (registered without a parent
+//! device, or two chips of one device and driver) get `hwmonN` added, see [`distinct_labels`].
+//! `sensor` is `tempK`, `label` the driver's `tempK_label` (empty when it has none).
 //!
 //! The development VM has no hwmon class (no emulated sensors), so the collector is
 //! `Unsupported` there. A sensor that cannot be read (a sleeping disk under drivetemp, a
@@ -128,8 +130,47 @@ struct Sensor {
     input: Attr,
 }
 
+/// One `hwmonN` directory with temperatures, as a scan found it.
+struct Chip {
+    hwmon: String,
+    /// The driver's name (`coretemp`).
+    name: String,
+    /// `name/device`, or `name` without a device link.
+    label: String,
+    /// The device's path under sysfs's `devices`; looked up only for a label that another
+    /// chip shares.
+    device: Option<String>,
+    /// Index of the chip's first sensor.
+    first: usize,
+}
+
+/// The label of each chip, made distinct where two share one (their devices have one name
+/// under different parents, or there are no device links): the driver name and the device's
+/// whole path, which is stable, where no other chip of that label has the same path; otherwise
+/// (no device, or two chips of one device) the label and `hwmonN`, which can change at the
+/// next boot but keeps the chips' series apart.
+fn distinct_labels(chips: &[Chip]) -> Vec<String> {
+    chips
+        .iter()
+        .map(|c| {
+            let peers = || chips.iter().filter(|o| o.label == c.label);
+            if peers().count() == 1 {
+                return c.label.clone();
+            }
+            match &c.device {
+                Some(d) if peers().filter(|o| o.device.as_ref() == Some(d)).count() == 1 => {
+                    format!("{}/{d}", c.name)
+                }
+                _ => format!("{}/{}", c.label, c.hwmon),
+            }
+        })
+        .collect()
+}
+
 pub struct HwmonCollector {
     root: PathBuf,
+    /// sysfs's `devices`, which device paths in chip labels are relative to.
+    devices: PathBuf,
     sensors: Vec<Sensor>,
     /// Scans every [`RESCAN`], after [`RETRY`] once a sensor file vanished.
     rescan: Rescan,
@@ -142,6 +183,7 @@ impl HwmonCollector {
     pub fn new(s: &Settings) -> Self {
         HwmonCollector {
             root: s.paths.sys("class/hwmon"),
+            devices: s.paths.sys("devices"),
             sensors: Vec::new(),
             rescan: Rescan::new(RESCAN, RETRY),
             max_open: usize::MAX,
@@ -154,9 +196,9 @@ impl HwmonCollector {
         parse_attr_text(&self.buf).ok().map(str::to_string)
     }
 
-    /// Adds the temperature sensors of one `hwmonN` directory and returns the chip label it
-    /// gave them, or `None` when the directory has no temperature.
-    fn scan_chip(&mut self, hwmon: &str, budget: &mut Budget) -> Option<String> {
+    /// Adds the temperature sensors of one `hwmonN` directory and returns the driver name and
+    /// the chip label it gave them, or `None` when the directory has no temperature.
+    fn scan_chip(&mut self, hwmon: &str, budget: &mut Budget) -> Option<(String, String)> {
         let base = self.root.join(hwmon);
         let device = base.join("device");
         let name = self
@@ -192,28 +234,45 @@ impl HwmonCollector {
                 input: budget.attr(dir.join(file)),
             });
         }
-        Some(chip)
+        Some((name, chip))
+    }
+
+    /// The path of the device an `hwmonN` directory belongs to, relative to sysfs's `devices`
+    /// (`devices`, canonical): `platform/coretemp.0`, `pci0000:00/0000:00:18.3`. `None` for a
+    /// chip registered without a parent device (no `device` link).
+    fn device_path(&self, hwmon: &str, devices: &Path) -> Option<String> {
+        let dev = std::fs::canonicalize(self.root.join(hwmon).join("device")).ok()?;
+        Some(dev.strip_prefix(devices).ok()?.to_str()?.to_string())
     }
 
     fn scan(&mut self) -> Result<(), CollectError> {
         self.sensors.clear();
         let mut budget = Budget::share_of_limit(FD_SHARE).capped(self.max_open);
-        // (hwmonN, chip label, first sensor of the chip)
-        let mut chips: Vec<(String, String, usize)> = Vec::new();
+        let mut chips = Vec::new();
         for hwmon in dir_names(&self.root)? {
             let first = self.sensors.len();
-            if let Some(chip) = self.scan_chip(&hwmon, &mut budget) {
-                chips.push((hwmon, chip, first));
+            if let Some((name, label)) = self.scan_chip(&hwmon, &mut budget) {
+                chips.push(Chip {
+                    hwmon,
+                    name,
+                    label,
+                    device: None,
+                    first,
+                });
             }
         }
-        // Chips of one driver without a device link to tell them apart (a tree that lacks the
-        // links) get their hwmonN added: unstable across boots, but never two series in one.
-        for (i, (hwmon, chip, first)) in chips.iter().enumerate() {
-            if chips.iter().filter(|c| &c.1 == chip).count() > 1 {
-                let end = chips.get(i + 1).map_or(self.sensors.len(), |c| c.2);
-                for s in &mut self.sensors[*first..end] {
-                    s.chip = format!("{chip}/{hwmon}");
-                }
+        let devices = std::fs::canonicalize(&self.devices).ok();
+        for i in 0..chips.len() {
+            if chips.iter().filter(|c| c.label == chips[i].label).count() > 1 {
+                chips[i].device = devices
+                    .as_deref()
+                    .and_then(|d| self.device_path(&chips[i].hwmon, d));
+            }
+        }
+        for (i, label) in distinct_labels(&chips).into_iter().enumerate() {
+            let end = chips.get(i + 1).map_or(self.sensors.len(), |c| c.first);
+            for s in &mut self.sensors[chips[i].first..end] {
+                s.chip.clone_from(&label);
             }
         }
         found_any(
@@ -399,6 +458,69 @@ mod tests {
             .flat_map(|f| f.samples.iter().map(|s| s.labels[0].1.clone()))
             .collect();
         assert_eq!(chips, ["k10temp/hwmon0", "k10temp/hwmon1"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    fn chip(hwmon: &str, name: &str, label: &str, device: Option<&str>) -> Chip {
+        Chip {
+            hwmon: hwmon.into(),
+            name: name.into(),
+            label: label.into(),
+            device: device.map(str::to_string),
+            first: 0,
+        }
+    }
+
+    #[test]
+    fn shared_labels_fall_back_to_the_device_path_then_hwmon() {
+        let chips = [
+            chip("hwmon0", "acpitz", "acpitz", None),
+            chip("hwmon1", "foo", "foo/x.0", Some("platform/x.0")),
+            chip("hwmon2", "foo", "foo/x.0", Some("pci0000:00/x.0")),
+            chip("hwmon3", "bar", "bar/y", Some("platform/y")),
+            chip("hwmon4", "bar", "bar/y", Some("platform/y")),
+            chip("hwmon5", "k10temp", "k10temp", None),
+            chip("hwmon6", "k10temp", "k10temp", None),
+        ];
+        assert_eq!(
+            distinct_labels(&chips),
+            [
+                "acpitz",
+                "foo/platform/x.0",
+                "foo/pci0000:00/x.0",
+                "bar/y/hwmon3",
+                "bar/y/hwmon4",
+                "k10temp/hwmon5",
+                "k10temp/hwmon6",
+            ]
+        );
+    }
+
+    #[test]
+    fn devices_of_one_name_are_told_apart_by_their_path() {
+        let dir = std::env::temp_dir().join(format!("reveal-hwmon-path-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for (h, parent) in [("hwmon7", "platform"), ("hwmon3", "pci0000:00")] {
+            let dev = dir.join("devices").join(parent).join("foo.0");
+            let hw = dev.join("hwmon").join(h);
+            std::fs::create_dir_all(&hw).unwrap();
+            std::fs::write(hw.join("name"), "foo\n").unwrap();
+            std::fs::write(hw.join("temp1_input"), "30000\n").unwrap();
+            std::os::unix::fs::symlink(&dev, hw.join("device")).unwrap();
+            std::fs::create_dir_all(dir.join("class/hwmon")).unwrap();
+            std::os::unix::fs::symlink(&hw, dir.join("class/hwmon").join(h)).unwrap();
+        }
+        let s = Settings {
+            paths: Paths::new(&dir, &dir),
+            ..Default::default()
+        };
+        let mut out = Scrape::new();
+        HwmonCollector::new(&s).update(&mut out).unwrap();
+        let chips: Vec<String> = out
+            .families()
+            .flat_map(|f| f.samples.iter().map(|s| s.labels[0].1.clone()))
+            .collect();
+        assert_eq!(chips, ["foo/pci0000:00/foo.0", "foo/platform/foo.0"]);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
