@@ -182,6 +182,7 @@ impl Collector for CpufreqCollector {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::collectors::test_util::{owned, samples};
     use crate::paths::Paths;
     use proptest::prelude::*;
 
@@ -242,22 +243,14 @@ mod tests {
         let mut c = CpufreqCollector::new(&s);
         let mut out = Scrape::new();
         c.update(&mut out).unwrap();
-        let got: Vec<(&str, String, f64)> = out
-            .families()
-            .flat_map(|f| {
-                f.samples
-                    .iter()
-                    .map(move |s| (f.desc.name, s.labels[0].1.clone(), s.value))
-            })
-            .collect();
         assert_eq!(
-            got,
+            samples(&out),
             vec![
-                ("reveal_cpu_frequency", "0".to_string(), 2.4e9),
-                ("reveal_cpu_frequency", "2".to_string(), 1.2e9),
-                ("reveal_cpu_frequency_min", "0".to_string(), 8e8),
-                ("reveal_cpu_frequency_max", "0".to_string(), 3e9),
-                ("reveal_cpu_frequency_hardware_max", "0".to_string(), 3.5e9),
+                ("reveal_cpu_frequency", owned(&["0"]), 2.4e9),
+                ("reveal_cpu_frequency", owned(&["2"]), 1.2e9),
+                ("reveal_cpu_frequency_min", owned(&["0"]), 8e8),
+                ("reveal_cpu_frequency_max", owned(&["0"]), 3e9),
+                ("reveal_cpu_frequency_hardware_max", owned(&["0"]), 3.5e9),
             ]
         );
         // sysfs refuses reads of a removed attribute through a kept file (ENODEV), but a file

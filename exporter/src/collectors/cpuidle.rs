@@ -166,6 +166,7 @@ impl Collector for CpuidleCollector {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::collectors::test_util::samples;
     use crate::paths::Paths;
     use proptest::prelude::*;
 
@@ -205,18 +206,7 @@ mod tests {
         let mut c = CpuidleCollector::new(&s);
         let mut out = Scrape::new();
         c.update(&mut out).unwrap();
-        let got: Vec<(&str, Vec<String>, f64)> = out
-            .families()
-            .flat_map(|f| {
-                f.samples.iter().map(move |s| {
-                    (
-                        f.desc.name,
-                        s.labels.iter().map(|l| l.1.clone()).collect(),
-                        s.value,
-                    )
-                })
-            })
-            .collect();
+        let got = samples(&out);
         let l = |c: &str, s: &str| vec![c.to_string(), s.to_string()];
         assert_eq!(
             got,

@@ -284,6 +284,7 @@ impl Collector for DiskstatsCollector {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::collectors::test_util::value;
     use proptest::prelude::*;
 
     const SAMPLE: &str = "   7       0 loop0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n\
@@ -389,17 +390,6 @@ mod tests {
             "reveal_storage_read_time_seconds_total"
         );
         assert_eq!(FIELDS[3].1, 1e-3);
-    }
-
-    /// The value of the sample named `name` whose labels include every pair of `labels`.
-    fn value(out: &Scrape, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
-        let fam = out.families().find(|f| f.desc.sample_name() == name)?;
-        let s = fam.samples.iter().find(|s| {
-            labels
-                .iter()
-                .all(|(k, v)| s.labels.iter().any(|(k2, v2)| k == k2 && v == v2))
-        })?;
-        Some(s.value)
     }
 
     #[test]

@@ -317,6 +317,7 @@ impl Collector for HwmonCollector {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::collectors::test_util::samples;
     use crate::paths::Paths;
     use proptest::prelude::*;
 
@@ -385,18 +386,7 @@ mod tests {
         let mut c = HwmonCollector::new(&s);
         let mut out = Scrape::new();
         c.update(&mut out).unwrap();
-        let got: Vec<(&str, Vec<String>, f64)> = out
-            .families()
-            .flat_map(|f| {
-                f.samples.iter().map(move |s| {
-                    (
-                        f.desc.name,
-                        s.labels.iter().map(|l| l.1.clone()).collect(),
-                        s.value,
-                    )
-                })
-            })
-            .collect();
+        let got = samples(&out);
         let l = |c: &str, s: &str, x: &str| vec![c.to_string(), s.to_string(), x.to_string()];
         assert_eq!(
             got,
@@ -437,6 +427,17 @@ mod tests {
         assert!(c.rescan.retrying());
     }
 
+    /// The chip label of every sample of one update over the tree at `dir`.
+    fn chip_labels(dir: &Path) -> Vec<String> {
+        let s = Settings {
+            paths: Paths::new(dir, dir),
+            ..Default::default()
+        };
+        let mut out = Scrape::new();
+        HwmonCollector::new(&s).update(&mut out).unwrap();
+        samples(&out).into_iter().map(|s| s.1[0].clone()).collect()
+    }
+
     #[test]
     fn same_driver_without_device_links_is_told_apart_by_hwmon_dir() {
         let dir = std::env::temp_dir().join(format!("reveal-hwmon-nolink-{}", std::process::id()));
@@ -447,16 +448,7 @@ mod tests {
             std::fs::write(d.join("name"), "k10temp\n").unwrap();
             std::fs::write(d.join("temp1_input"), "50000\n").unwrap();
         }
-        let s = Settings {
-            paths: Paths::new(&dir, &dir),
-            ..Default::default()
-        };
-        let mut out = Scrape::new();
-        HwmonCollector::new(&s).update(&mut out).unwrap();
-        let chips: Vec<String> = out
-            .families()
-            .flat_map(|f| f.samples.iter().map(|s| s.labels[0].1.clone()))
-            .collect();
+        let chips = chip_labels(&dir);
         assert_eq!(chips, ["k10temp/hwmon0", "k10temp/hwmon1"]);
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -510,16 +502,7 @@ mod tests {
             std::fs::create_dir_all(dir.join("class/hwmon")).unwrap();
             std::os::unix::fs::symlink(&hw, dir.join("class/hwmon").join(h)).unwrap();
         }
-        let s = Settings {
-            paths: Paths::new(&dir, &dir),
-            ..Default::default()
-        };
-        let mut out = Scrape::new();
-        HwmonCollector::new(&s).update(&mut out).unwrap();
-        let chips: Vec<String> = out
-            .families()
-            .flat_map(|f| f.samples.iter().map(|s| s.labels[0].1.clone()))
-            .collect();
+        let chips = chip_labels(&dir);
         assert_eq!(chips, ["foo/pci0000:00/foo.0", "foo/platform/foo.0"]);
         std::fs::remove_dir_all(&dir).unwrap();
     }

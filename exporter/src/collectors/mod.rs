@@ -30,6 +30,8 @@ pub mod stat;
 pub mod sysfs_attr;
 pub mod sysfs_scan;
 pub mod tcpstat;
+#[cfg(test)]
+pub mod test_util;
 pub mod vmstat;
 
 /// One source of metrics, updated on every scrape.

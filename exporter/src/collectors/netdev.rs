@@ -271,6 +271,7 @@ impl Collector for NetdevCollector {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::collectors::test_util::value;
     use proptest::prelude::*;
 
     const HEADER: &str = "Inter-|   Receive                                                |  Transmit\n \
@@ -322,17 +323,6 @@ face |bytes    packets errs drop fifo frame compressed multicast|bytes    packet
         let f = DeviceFilter::new("^(lo|veth.*)$").unwrap();
         assert!(f.matches("lo") && f.matches("veth12") && !f.matches("eth0"));
         assert!(!NetdevArgs::default().device_exclude.matches("lo"));
-    }
-
-    /// The value of the sample named `name` whose labels include every pair of `labels`.
-    fn value(out: &Scrape, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
-        let fam = out.families().find(|f| f.desc.sample_name() == name)?;
-        let s = fam.samples.iter().find(|s| {
-            labels
-                .iter()
-                .all(|(k, v)| s.labels.iter().any(|(k2, v2)| k == k2 && v == v2))
-        })?;
-        Some(s.value)
     }
 
     #[test]

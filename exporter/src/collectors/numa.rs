@@ -309,6 +309,7 @@ impl Collector for NumaCollector {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::collectors::test_util::value;
     use proptest::prelude::*;
 
     #[test]
@@ -373,17 +374,6 @@ Node 1 HugePages_Surp:        0\n";
         assert!(parse_node_meminfo("Node 0 HugePages_Free: 1 kB\n").is_err());
         assert!(parse_node_meminfo("Node 0 MemTotal: 1 kB\nNode 1 MemFree: 1 kB\n").is_err());
         assert!(parse_node_meminfo("Node 0\n").is_err());
-    }
-
-    /// The value of the sample named `name` whose labels include every pair of `labels`.
-    fn value(out: &Scrape, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
-        let fam = out.families().find(|f| f.desc.sample_name() == name)?;
-        let s = fam.samples.iter().find(|s| {
-            labels
-                .iter()
-                .all(|(k, v)| s.labels.iter().any(|(k2, v2)| k == k2 && v == v2))
-        })?;
-        Some(s.value)
     }
 
     #[test]
