@@ -13,6 +13,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::http::{Authorization, BasicAuth, HttpClientConfig, Secret, TlsConfig};
+use crate::window::WindowConfig;
 
 mod duration;
 mod lines;
@@ -272,6 +273,19 @@ impl Default for AnalysisConfig {
     }
 }
 
+impl AnalysisConfig {
+    /// The window geometry these settings ask for, with the default completeness rule.
+    pub fn window_config(&self) -> WindowConfig {
+        let ms = |d: PromDuration| i64::try_from(d.0.as_millis()).unwrap_or(i64::MAX);
+        WindowConfig {
+            step_ms: ms(self.step),
+            window_ms: ms(self.window),
+            stride_ms: ms(self.stride),
+            ..WindowConfig::default()
+        }
+    }
+}
+
 fn default_step() -> PromDuration {
     PromDuration(Duration::from_millis(100))
 }
@@ -417,6 +431,21 @@ impl Config {
                 "analysis.window",
                 format!("window {} is shorter than stride {}: data between windows would never be analyzed", a.window, a.stride),
             );
+        }
+        if let Err(e) = a.window_config().check() {
+            // The engine lays windows with exactly this geometry and analyzes nothing when it
+            // is refused, so what it refuses must not pass here.
+            let ms = |d: PromDuration| d.0.as_millis();
+            let off = |d: PromDuration| ms(d).checked_rem(ms(a.step)) != Some(0);
+            let whole =
+                |d: PromDuration| format!("{d} is not a whole number of steps of {}", a.step);
+            return if off(a.window) {
+                err("analysis.window", whole(a.window))
+            } else if off(a.stride) {
+                err("analysis.stride", whole(a.stride))
+            } else {
+                err("analysis", e.to_string())
+            };
         }
         if a.baseline.0 < a.window.0 {
             return err(

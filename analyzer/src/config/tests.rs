@@ -183,3 +183,26 @@ fn the_stack_config_loads() {
         "{names:?}"
     );
 }
+
+#[test]
+fn stride_and_window_must_be_whole_steps() {
+    // 3s of 100ms steps is fine, but windows starting every 150ms cannot sit on the grid.
+    let e = refused(&(minimal() + "analysis:\n  step: 100ms\n  stride: 150ms\n"));
+    assert_eq!(e.line, Some(9), "{e}");
+    assert!(
+        e.msg
+            .starts_with("analysis.stride: 150ms is not a whole number of steps of 100ms"),
+        "{e}"
+    );
+    let e = refused(&(minimal() + "analysis:\n  window: 3050ms\n  step: 100ms\n"));
+    assert_eq!(e.line, Some(8), "{e}");
+    assert!(e.msg.starts_with("analysis.window: 3s50ms is not"), "{e}");
+    // Whole multiples of an uncommon step pass, and are what the engine will lay.
+    let c = Config::parse(
+        &(minimal() + "analysis:\n  step: 250ms\n  window: 2500ms\n  stride: 750ms\n"),
+        Path::new("m.yml"),
+    )
+    .unwrap();
+    assert_eq!(c.analysis.window_config().samples(), 10);
+    assert_eq!(c.analysis.window_config().stride(), 3);
+}
