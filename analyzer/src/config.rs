@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::detect::ParamError;
 use crate::http::{Authorization, BasicAuth, HttpClientConfig, Secret, TlsConfig};
 use crate::window::WindowConfig;
 
@@ -480,6 +481,26 @@ impl Config {
         }
         if a.refit_every.0.is_zero() {
             return err("analysis.refit_every", "must be positive".into());
+        }
+        if let Some(d) = &a.detectors {
+            // Checked at every fit too, but there a refused detector is only left out with a
+            // log line; here the whole file is refused before anything runs.
+            let checks = [
+                ("zscore", d.zscore.check()),
+                ("pca", d.pca.check()),
+                ("iforest", d.iforest.check()),
+            ];
+            for (detector, check) in checks {
+                if let Err(e) = check {
+                    let (name, msg) = match e {
+                        ParamError::OutOfRange { name, range, value } => {
+                            (name, format!("must be in {range}, got {value}"))
+                        }
+                        ParamError::Unsupported { name, reason } => (name, reason.to_string()),
+                    };
+                    return err(&format!("analysis.detectors.{detector}.{name}"), msg);
+                }
+            }
         }
         if let Some(rw) = &self.outputs.remote_write {
             check_url(&rw.url).or_else(|m| err("outputs.remote_write.url", m))?;

@@ -206,3 +206,39 @@ fn stride_and_window_must_be_whole_steps() {
     assert_eq!(c.analysis.window_config().samples(), 10);
     assert_eq!(c.analysis.window_config().stride(), 3);
 }
+
+#[test]
+fn detector_parameters_are_checked_with_their_key() {
+    let e = refused(
+        &(minimal() + "analysis:\n  detectors:\n    zscore:\n      threshold_percentile: 100\n"),
+    );
+    assert_eq!(e.line, Some(10), "{e}");
+    assert_eq!(
+        e.msg,
+        "analysis.detectors.zscore.threshold_percentile: must be in (0, 100), got 100"
+    );
+    let e = refused(
+        &(minimal()
+            + "analysis:\n  detectors:\n    zscore:\n      aggregate: max\n    pca:\n      score: mahalanobis\n      scaling: !residual {max_rank: 8}\n"),
+    );
+    assert_eq!(e.line, Some(13), "{e}");
+    assert!(e.msg.starts_with("analysis.detectors.pca.scaling: "), "{e}");
+    // A value nested in a tag names the line of its key.
+    let e = refused(
+        &(minimal() + "analysis:\n  detectors:\n    iforest:\n      input: !top_z {m: 0}\n"),
+    );
+    assert_eq!(e.line, Some(10), "{e}");
+    assert!(
+        e.msg.starts_with("analysis.detectors.iforest.input."),
+        "{e}"
+    );
+    // The defaults and the paper's configuration both pass.
+    for d in [
+        crate::detect::DetectorsConfig::default(),
+        crate::detect::DetectorsConfig::literal(),
+    ] {
+        let mut c = Config::parse(&minimal(), Path::new("m.yml")).unwrap();
+        c.analysis.detectors = Some(d);
+        assert_eq!(c.check(), Ok(()));
+    }
+}
