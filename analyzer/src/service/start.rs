@@ -32,12 +32,14 @@ impl Service {
         let listener = Server::bind(addr)
             .await
             .map_err(|source| ServiceError::Listen { addr, source })?;
+        // With port 0 the system picks the port; the log must say which, or nobody can reach it.
+        let bound = listener.local_addr().unwrap_or(addr);
         let server = Arc::new(Server {
             registry: Arc::new(registry),
             health: health.clone(),
         });
         let server_task = tokio::spawn(server.serve(listener));
-        tracing::info!(%addr, "serving /metrics, /-/healthy, /-/ready");
+        tracing::info!(addr = %bound, "serving /metrics, /-/healthy, /-/ready");
 
         let store = Store::open(&config.state_dir)?;
         let checkpoint = match store.load() {
