@@ -242,3 +242,85 @@ fn detector_parameters_are_checked_with_their_key() {
         assert_eq!(c.check(), Ok(()));
     }
 }
+
+/// Names of the metrics an expression reads: `reveal_*` identifiers outside label values,
+/// and the names a `__name__` matcher selects. A regex matcher may only be a plain name or
+/// `prefix(a|b|…)suffix`, so that each name it selects can be listed; anything else fails
+/// the test instead of going unchecked.
+fn referenced_metrics(expr: &str) -> Vec<String> {
+    let plain = |s: &str| s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    let mut out = Vec::new();
+    let mut rest = expr;
+    while let Some(c) = rest.chars().next() {
+        if c == '"' || c == '\'' {
+            let end = rest[1..].find(c).map_or(rest.len(), |i| i + 2);
+            let value = &rest[1..end - 1];
+            let before = expr[..expr.len() - rest.len()].trim_end();
+            if before.ends_with("__name__=~") || before.ends_with("__name__=") {
+                match value.split_once('(') {
+                    Some((pre, tail)) => {
+                        let (alts, post) = tail.split_once(')').expect(value);
+                        assert!(plain(pre) && plain(post), "unsupported regex {value:?}");
+                        for alt in alts.split('|') {
+                            assert!(plain(alt), "unsupported regex {value:?}");
+                            out.push(format!("{pre}{alt}{post}"));
+                        }
+                    }
+                    None => {
+                        assert!(plain(value), "unsupported regex {value:?}");
+                        out.push(value.to_string());
+                    }
+                }
+            }
+            rest = &rest[end.min(rest.len())..];
+        } else if c.is_ascii_alphabetic() || c == '_' || c == ':' {
+            let len = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))
+                .unwrap_or(rest.len());
+            if rest.starts_with("reveal_") {
+                out.push(rest[..len].to_string());
+            }
+            rest = &rest[len..];
+        } else {
+            rest = &rest[c.len_utf8()..];
+        }
+    }
+    out
+}
+
+#[test]
+fn shipped_configs_read_only_metrics_the_exporter_has() {
+    let known: std::collections::HashSet<String> = reveal_exporter::selection::known_descs()
+        .map(|d| d.sample_name())
+        .collect();
+    assert_eq!(
+        referenced_metrics(
+            "rate(reveal_a_total{mode!=\"reveal_b\"}[1s]) / {__name__=~\"reveal_c_(d|e)_bytes\"}"
+        ),
+        ["reveal_a_total", "reveal_c_d_bytes", "reveal_c_e_bytes"]
+    );
+    for (file, text) in [
+        ("analyzer/examples/analyzer.yml", EXAMPLE),
+        (
+            "deploy/analyzer.yml",
+            include_str!("../../../deploy/analyzer.yml"),
+        ),
+    ] {
+        let c = Config::parse(text, Path::new(file)).unwrap();
+        let mut checked = 0;
+        for m in &c.metrics {
+            for name in referenced_metrics(&m.expr) {
+                assert!(
+                    known.contains(&name),
+                    "{file}: {name} (in {:?}) is not a metric of the exporter",
+                    m.expr
+                );
+                checked += 1;
+            }
+        }
+        assert!(
+            checked >= c.metrics.len(),
+            "{file}: only {checked} names found"
+        );
+    }
+}
