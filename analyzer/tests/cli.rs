@@ -67,3 +67,31 @@ fn missing_config_file_is_named() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("/nonexistent/reveal.yml"));
 }
+
+#[test]
+fn check_config_refuses_windows_off_the_step_grid_and_bad_detector_values() {
+    let base = "source:\n  prometheus:\n    url: http://127.0.0.1:9090\nmetrics:\n  - expr: up\n    subsystem: cpu\nanalysis:\n  step: 100ms\n";
+    for (name, tail, want) in [
+        (
+            "stride",
+            "  stride: 150ms\n",
+            ":9: analysis.stride: 150ms is not a whole number of steps",
+        ),
+        (
+            "detector",
+            "  detectors:\n    pca:\n      scaling: !residual {max_rank: 8}\n",
+            ":11: analysis.detectors.pca.scaling:",
+        ),
+    ] {
+        let p = temp_config(name, &format!("{base}{tail}"));
+        let out = analyzer()
+            .args(["run", "--check-config", "--config.file"])
+            .arg(&p)
+            .output()
+            .unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+        assert!(err.contains(&format!("{}{want}", p.display())), "{err}");
+        let _ = std::fs::remove_dir_all(p.parent().unwrap());
+    }
+}
