@@ -37,7 +37,7 @@ use crate::detect::{Detector, DetectorsConfig};
 use crate::episodes::{merge_episodes, Episode};
 use crate::features::{Extractor, Feature, FeatureConfig, FeatureMatrix};
 use crate::matrix::{HostMatrix, Kind, Subsystem};
-use crate::online::fit::{adapted, fit_with};
+use crate::online::fit::{adapted, fit_with, Baseline};
 use crate::online::tracker::severity;
 use crate::regime::RegimeParams;
 use crate::window::{plan_windows, SkipReason, WindowConfig};
@@ -224,8 +224,8 @@ pub fn analyze_host(m: &HostMatrix, p: &AnalyzeParams) -> HostAnalysis {
     let set = p
         .detectors
         .clone()
-        .unwrap_or_else(|| adapted(x.nrows(), x.ncols()));
-    let Some(fitted) = fit_with(x.view(), &set, p.seed, 0) else {
+        .unwrap_or_else(|| adapted(x.nrows(), x.ncols(), Baseline::WholeRun));
+    let Some(fitted) = fit_with(x.view(), &set, p.seed, 0, Baseline::WholeRun) else {
         out.notes
             .push("no detector could be fitted on this host's windows".to_string());
         return out;

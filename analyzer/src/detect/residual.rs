@@ -53,19 +53,33 @@ pub struct WorkloadModel {
     /// What it was fitted with, so a PCA detector asking for the same can share it.
     pub(crate) max_rank: usize,
     pub(crate) seed: u64,
+    /// Whether deviations are measured against the baseline's tails (`Scaling::RobustTails`).
+    pub(crate) tails: bool,
 }
 
 impl WorkloadModel {
     /// Fits on a baseline; at most `max_rank` components, only those above
-    /// the noise edge (see [`signal_rank`]).
-    pub fn fit(x: ArrayView2<f64>, max_rank: usize, seed: u64) -> Result<Self, DetectError> {
+    /// the noise edge (see [`signal_rank`]); `tails` as in `Scaling::Residual`.
+    pub fn fit(
+        x: ArrayView2<f64>,
+        max_rank: usize,
+        seed: u64,
+        tails: bool,
+    ) -> Result<Self, DetectError> {
         if x.nrows() < 3 {
             return Err(DetectError::TooFewWindows {
                 rows: x.nrows(),
                 min: 3,
             });
         }
-        let scaler = Scaler::fit(x, Scaling::Robust)?;
+        let scaler = Scaler::fit(
+            x,
+            if tails {
+                Scaling::RobustTails
+            } else {
+                Scaling::Robust
+            },
+        )?;
         let mut z = scaler.transform(x);
         let (n, q) = z.dim();
         let mut clipped = z.mapv(|v| v.clamp(-CLIP, CLIP));
@@ -97,6 +111,7 @@ impl WorkloadModel {
             variances,
             max_rank,
             seed,
+            tails,
             res_center: Array1::zeros(q),
             res_scale: Array1::ones(q),
             isolation: None,
@@ -292,8 +307,8 @@ impl Standardizer {
     /// Fits the standardization `scaling` names; `seed` feeds the randomized solver.
     pub fn fit(x: ArrayView2<f64>, scaling: Scaling, seed: u64) -> Result<Self, DetectError> {
         Ok(match scaling {
-            Scaling::Residual { max_rank } => {
-                Standardizer::Residual(Box::new(WorkloadModel::fit(x, max_rank, seed)?))
+            Scaling::Residual { max_rank, tails } => {
+                Standardizer::Residual(Box::new(WorkloadModel::fit(x, max_rank, seed, tails)?))
             }
             other => Standardizer::Marginal(Scaler::fit(x, other)?),
         })
@@ -356,7 +371,7 @@ mod tests {
         let f = Array2::from_shape_fn((500, 1), |_| standard_normal(&mut rng));
         let mut x = Array2::from_shape_fn((500, 10), |(i, _)| f[[i, 0]]);
         x += &Array2::from_shape_fn((500, 10), |_| 0.1 * standard_normal(&mut rng));
-        let w = WorkloadModel::fit(x.view(), 5, 0).unwrap();
+        let w = WorkloadModel::fit(x.view(), 5, 0, false).unwrap();
         assert!((1..=2).contains(&w.rank()), "{}", w.rank());
         // Feature 3 follows the others' factor with a 1-unit offset: a
         // marginal z of about 1, a residual z near 10.

@@ -8,6 +8,7 @@
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis};
 use serde::{Deserialize, Serialize};
 
+use super::tail::Tails;
 use super::{ColumnStatus, DetectError};
 
 /// How columns are centred and scaled.
@@ -19,10 +20,19 @@ pub enum Scaling {
     /// Median and 1.4826 × MAD; where the MAD is zero (a mostly flat column
     /// with rare moves), 1.2533 × the mean absolute deviation from the median.
     Robust,
-    /// `Robust`, then each feature's residual off the workload's principal
-    /// components (at most `max_rank`, only those above noise), robustly
-    /// standardized: see [`crate::detect::residual`].
-    Residual { max_rank: usize },
+    /// `Robust`, with deviations measured against the baseline's own tails
+    /// ([`crate::detect::tail`]): for a baseline known to be normal (the online
+    /// analyzer's trailing history, its flagged windows left out), not for a
+    /// whole run that holds its own anomalies.
+    RobustTails,
+    /// `Robust` (`RobustTails` with `tails`), then each feature's residual off
+    /// the workload's principal components (at most `max_rank`, only those
+    /// above noise), robustly standardized: see [`crate::detect::residual`].
+    Residual {
+        max_rank: usize,
+        #[serde(default)]
+        tails: bool,
+    },
 }
 
 /// 1 / Φ⁻¹(3/4): makes the MAD a consistent estimate of σ for normal data.
@@ -41,6 +51,9 @@ pub struct Scaler {
     used: Vec<usize>,
     center: Array1<f64>,
     scale: Array1<f64>,
+    /// Per used column, robust scalings only: deviations measured against the baseline's
+    /// own tails ([`Tails`]).
+    tails: Option<Vec<Tails>>,
 }
 
 impl Scaler {
@@ -51,6 +64,12 @@ impl Scaler {
         let mut status = Vec::with_capacity(x.ncols());
         let (mut used, mut center, mut scale) = (Vec::new(), Vec::new(), Vec::new());
         let mut buf = Vec::with_capacity(n);
+        let mut sorted = Vec::with_capacity(n);
+        let with_tails = matches!(
+            scaling,
+            Scaling::RobustTails | Scaling::Residual { tails: true, .. }
+        );
+        let mut tails = Vec::new();
         for (j, col) in x.axis_iter(Axis(1)).enumerate() {
             buf.clear();
             buf.extend(col.iter().copied().filter(|v| v.is_finite()));
@@ -59,9 +78,16 @@ impl Scaler {
                 status.push(ColumnStatus::NonFinite { count: bad });
                 continue;
             }
+            if with_tails {
+                sorted.clear();
+                sorted.extend_from_slice(&buf);
+                sorted.sort_unstable_by(f64::total_cmp);
+            }
             let (c, s) = match scaling {
                 Scaling::Standard => mean_std(&buf),
-                Scaling::Robust | Scaling::Residual { .. } => median_spread(&mut buf),
+                Scaling::Robust | Scaling::RobustTails | Scaling::Residual { .. } => {
+                    median_spread(&mut buf)
+                }
             };
             // Written so that a NaN spread (overflowing sums) also counts as unusable.
             let spread_ok = s.is_finite() && s > RELATIVE_NOISE * c.abs();
@@ -70,6 +96,9 @@ impl Scaler {
                 continue;
             }
             status.push(ColumnStatus::Used);
+            if with_tails {
+                tails.push(Tails::fit(&sorted, c, s));
+            }
             used.push(j);
             center.push(c);
             scale.push(s);
@@ -82,6 +111,7 @@ impl Scaler {
             used,
             center: Array1::from(center),
             scale: Array1::from(scale),
+            tails: with_tails.then_some(tails),
         })
     }
 
@@ -101,14 +131,19 @@ impl Scaler {
     }
 
     /// z of used column `k` (an index into [`Scaler::used`]) for raw value `v`;
-    /// non-finite values give 0 (the baseline centre), and |z| beyond [`Z_KNEE`] is
-    /// compressed ([`compress`]).
+    /// non-finite values give 0 (the baseline centre). Robust scalings measure the deviation
+    /// against the baseline's tails ([`Tails`]); |z| beyond [`Z_KNEE`] is compressed
+    /// ([`compress`]).
     #[inline]
     pub fn z(&self, k: usize, v: f64) -> f64 {
-        if v.is_finite() {
-            compress((v - self.center[k]) / self.scale[k])
-        } else {
-            0.0
+        if !v.is_finite() {
+            return 0.0;
+        }
+        let d = v - self.center[k];
+        let linear = d / self.scale[k];
+        match &self.tails {
+            Some(t) if linear.is_finite() => compress(t[k].z(d, linear)),
+            _ => compress(linear),
         }
     }
 

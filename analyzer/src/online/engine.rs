@@ -15,7 +15,7 @@ use crate::config::AnalysisConfig;
 use crate::detect::DetectorsConfig;
 use crate::features::{Extractor, Feature, FeatureConfig};
 use crate::matrix::{HostMatrix, Subsystem};
-use crate::online::fit::{adapted, fit_with, Fitted};
+use crate::online::fit::{adapted, fit_with, Baseline, Fitted};
 use crate::online::group::{FullCol, FullRow, GroupOutput, GroupStage, RegimeEvent};
 use crate::online::{Outcome, WindowScore};
 use crate::regime::{RegimeChange, RegimeParams, RegimeTracker, RegimeWindow};
@@ -460,8 +460,8 @@ fn maybe_fit(
     let set = p
         .detectors
         .clone()
-        .unwrap_or_else(|| adapted(x.nrows(), x.ncols()));
-    let fitted = fit_with(x.view(), &set, p.seed, end);
+        .unwrap_or_else(|| adapted(x.nrows(), x.ncols(), Baseline::Trailing));
+    let fitted = fit_with(x.view(), &set, p.seed, end, Baseline::Trailing);
     metrics.phase("fit", t0.elapsed().as_secs_f64());
     let Some(fitted) = fitted else {
         return;

@@ -51,6 +51,9 @@ struct HostState {
     pending: Vec<Verdict>,
     open: Option<OpenEpisode>,
     quiet: u32,
+    /// A subsystem not yet alerted on that was the heaviest of the open episode's last
+    /// flagged windows, and in how many of them in a row.
+    joining: Option<(String, u32)>,
 }
 
 /// Share of an episode's attribution (over its opening windows) from which a subsystem gets
@@ -110,15 +113,40 @@ impl Tracker {
                     ep.summary = v.summary;
                     ep.description = v.description;
                     ep.detectors = v.detectors.join(",");
-                    for (sub, claim) in v.claims {
-                        if ep.subsystems.contains(&sub) {
-                            ep.claims.insert(sub, claim);
+                    for (sub, claim) in &v.claims {
+                        if ep.subsystems.contains(sub) {
+                            ep.claims.insert(sub.clone(), claim.clone());
                         }
+                    }
+                }
+                // A subsystem the fault reaches later (a write burst first seen as I/O wait)
+                // joins the episode's alerts once it is the heaviest for as many windows in a
+                // row as an episode needs to open.
+                let heaviest = v
+                    .subsystems
+                    .iter()
+                    .filter(|(_, s)| s.is_finite() && *s > 0.0)
+                    .max_by(|a, b| a.1.total_cmp(&b.1))
+                    .map(|(s, _)| s.clone());
+                h.joining = match (heaviest, h.joining.take()) {
+                    (Some(s), _) if ep.subsystems.contains(&s) => None,
+                    (Some(s), Some((j, n))) if s == j => Some((j, n + 1)),
+                    (Some(s), _) => Some((s, 1)),
+                    (None, _) => None,
+                };
+                if let Some((s, n)) = &h.joining {
+                    if *n >= p.open_after.max(1) {
+                        if let Some((_, claim)) = v.claims.iter().find(|(c, _)| c == s) {
+                            ep.claims.insert(s.clone(), claim.clone());
+                        }
+                        ep.subsystems.push(s.clone());
+                        h.joining = None;
                     }
                 }
                 return Some(Event::Extended(ep.clone()));
             }
             h.quiet += 1;
+            h.joining = None;
             if h.quiet >= p.close_after.max(1) {
                 h.quiet = 0;
                 return h.open.take().map(Event::Closed);
@@ -308,5 +336,24 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_subsystem_reached_later_joins_the_alerts() {
+        let mut t = Tracker::new(P);
+        let _ = kinds(&mut t, vec![v(1, 2, "cpu"), v(2, 2, "cpu")]);
+        // One window where storage is heaviest is not enough; a quiet-ish cpu one resets it.
+        let _ = kinds(&mut t, vec![v(3, 2, "storage"), v(4, 2, "cpu")]);
+        assert_eq!(t.open()[0].subsystems, ["cpu"]);
+        match kinds(&mut t, vec![v(5, 2, "storage"), v(6, 2, "storage")])[..] {
+            ["ext", "ext"] => {}
+            ref other => panic!("{other:?}"),
+        }
+        let ep = &t.open()[0];
+        assert_eq!(
+            ep.subsystem, "cpu",
+            "the primary subsystem is fixed at open"
+        );
+        assert_eq!(ep.subsystems, ["cpu", "storage"]);
     }
 }

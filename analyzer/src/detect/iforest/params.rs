@@ -80,7 +80,10 @@ impl Default for IForestParams {
     /// the evidence form was a little steadier in the data-seed sweeps.
     fn default() -> Self {
         IForestParams {
-            scaling: Scaling::Residual { max_rank: 64 },
+            scaling: Scaling::Residual {
+                max_rank: 64,
+                tails: false,
+            },
             input: ForestInput::TopZEvidence { m: 5 },
             ..IForestParams::literal()
         }
@@ -144,7 +147,7 @@ impl IForestParams {
         if let ForestInput::TopZ { m } | ForestInput::TopZEvidence { m } = self.input {
             positive("input.top_z.m", m)?;
         }
-        if let Scaling::Residual { max_rank } = self.scaling {
+        if let Scaling::Residual { max_rank, .. } = self.scaling {
             positive("scaling.residual.max_rank", max_rank)?;
         }
         Ok(())

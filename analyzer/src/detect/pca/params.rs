@@ -153,7 +153,12 @@ impl PcaParams {
     /// Whether `w` holds exactly the components this configuration would fit
     /// (see `PcaModel::from_workload`).
     pub(crate) fn matches_workload(&self, w: &crate::detect::residual::WorkloadModel) -> bool {
-        self.scaling == Scaling::Robust
+        self.scaling
+            == (if w.tails {
+                Scaling::RobustTails
+            } else {
+                Scaling::Robust
+            })
             && self.components
                 == (Components::Signal {
                     max_rank: w.max_rank,

@@ -45,7 +45,10 @@ impl Default for ZScoreParams {
     /// fitted to data.
     fn default() -> Self {
         ZScoreParams {
-            scaling: Scaling::Residual { max_rank: 64 },
+            scaling: Scaling::Residual {
+                max_rank: 64,
+                tails: false,
+            },
             aggregate: Aggregate::TopK(5),
             threshold_percentile: 99.0,
             seed: 0,
@@ -95,7 +98,7 @@ impl ZScoreParams {
         if let Aggregate::TopK(0) = self.aggregate {
             return Err(zero("aggregate.top_k"));
         }
-        if let Scaling::Residual { max_rank: 0 } = self.scaling {
+        if let Scaling::Residual { max_rank: 0, .. } = self.scaling {
             return Err(zero("scaling.residual.max_rank"));
         }
         Ok(())
