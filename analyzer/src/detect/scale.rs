@@ -51,8 +51,8 @@ pub struct Scaler {
     used: Vec<usize>,
     center: Array1<f64>,
     scale: Array1<f64>,
-    /// Per used column, robust scalings only: deviations measured against the baseline's
-    /// own tails ([`Tails`]).
+    /// Per used column, for `RobustTails` and `Residual` with tails only: deviations
+    /// measured against the baseline's own tails ([`Tails`]).
     tails: Option<Vec<Tails>>,
 }
 
@@ -131,9 +131,9 @@ impl Scaler {
     }
 
     /// z of used column `k` (an index into [`Scaler::used`]) for raw value `v`;
-    /// non-finite values give 0 (the baseline centre). Robust scalings measure the deviation
-    /// against the baseline's tails ([`Tails`]); |z| beyond [`Z_KNEE`] is compressed
-    /// ([`compress`]).
+    /// non-finite values give 0 (the baseline centre). Scalings with tails measure the
+    /// deviation against the baseline's tails ([`Tails`]); |z| beyond [`Z_KNEE`] is
+    /// compressed ([`compress`]).
     #[inline]
     pub fn z(&self, k: usize, v: f64) -> f64 {
         if !v.is_finite() {
