@@ -55,6 +55,8 @@ pub struct WorkloadModel {
     pub(crate) seed: u64,
     /// Whether deviations are measured against the baseline's tails (`Scaling::RobustTails`).
     pub(crate) tails: bool,
+    /// Least scale per column it was fitted with ([`Scaler::fit_floored`]).
+    pub(crate) floors: Option<std::sync::Arc<[f64]>>,
 }
 
 impl WorkloadModel {
@@ -65,6 +67,7 @@ impl WorkloadModel {
         max_rank: usize,
         seed: u64,
         tails: bool,
+        floors: Option<std::sync::Arc<[f64]>>,
     ) -> Result<Self, DetectError> {
         if x.nrows() < 3 {
             return Err(DetectError::TooFewWindows {
@@ -72,13 +75,14 @@ impl WorkloadModel {
                 min: 3,
             });
         }
-        let scaler = Scaler::fit(
+        let scaler = Scaler::fit_floored(
             x,
             if tails {
                 Scaling::RobustTails
             } else {
                 Scaling::Robust
             },
+            floors.as_deref(),
         )?;
         let mut z = scaler.transform(x);
         let (n, q) = z.dim();
@@ -112,6 +116,7 @@ impl WorkloadModel {
             max_rank,
             seed,
             tails,
+            floors,
             res_center: Array1::zeros(q),
             res_scale: Array1::ones(q),
             isolation: None,
@@ -305,12 +310,18 @@ impl Standardizer {
     }
 
     /// Fits the standardization `scaling` names; `seed` feeds the randomized solver.
-    pub fn fit(x: ArrayView2<f64>, scaling: Scaling, seed: u64) -> Result<Self, DetectError> {
+    /// `floors`: least scale per column ([`Scaler::fit_floored`]).
+    pub fn fit(
+        x: ArrayView2<f64>,
+        scaling: Scaling,
+        seed: u64,
+        floors: Option<&std::sync::Arc<[f64]>>,
+    ) -> Result<Self, DetectError> {
         Ok(match scaling {
-            Scaling::Residual { max_rank, tails } => {
-                Standardizer::Residual(Box::new(WorkloadModel::fit(x, max_rank, seed, tails)?))
-            }
-            other => Standardizer::Marginal(Scaler::fit(x, other)?),
+            Scaling::Residual { max_rank, tails } => Standardizer::Residual(Box::new(
+                WorkloadModel::fit(x, max_rank, seed, tails, floors.cloned())?,
+            )),
+            other => Standardizer::Marginal(Scaler::fit_floored(x, other, floors.map(|f| &f[..]))?),
         })
     }
 
@@ -371,7 +382,7 @@ mod tests {
         let f = Array2::from_shape_fn((500, 1), |_| standard_normal(&mut rng));
         let mut x = Array2::from_shape_fn((500, 10), |(i, _)| f[[i, 0]]);
         x += &Array2::from_shape_fn((500, 10), |_| 0.1 * standard_normal(&mut rng));
-        let w = WorkloadModel::fit(x.view(), 5, 0, false).unwrap();
+        let w = WorkloadModel::fit(x.view(), 5, 0, false, None).unwrap();
         assert!((1..=2).contains(&w.rank()), "{}", w.rank());
         // Feature 3 follows the others' factor with a 1-unit offset: a
         // marginal z of about 1, a residual z near 10.

@@ -60,6 +60,20 @@ impl Scaler {
     /// Fits on the baseline; fails only when no column is usable.
     /// `Residual` scales as `Robust` here (the residual is the workload model's).
     pub fn fit(x: ArrayView2<f64>, scaling: Scaling) -> Result<Self, DetectError> {
+        Self::fit_floored(x, scaling, None)
+    }
+
+    /// [`Scaler::fit`] with a least scale per column (`floors[j]`, 0 for none): the
+    /// smallest change the column can show, known from what it measures (one event of an
+    /// event channel). A column constant in the baseline is then kept, with that scale, so
+    /// that its first move is seen: errors, drops and retransmissions are zero on a healthy
+    /// host. Robust scalings only (the paper's `Standard` drops constant columns).
+    pub fn fit_floored(
+        x: ArrayView2<f64>,
+        scaling: Scaling,
+        floors: Option<&[f64]>,
+    ) -> Result<Self, DetectError> {
+        let floors = floors.filter(|f| f.len() == x.ncols() && scaling != Scaling::Standard);
         let n = x.nrows();
         let mut status = Vec::with_capacity(x.ncols());
         let (mut used, mut center, mut scale) = (Vec::new(), Vec::new(), Vec::new());
@@ -88,6 +102,12 @@ impl Scaler {
                 Scaling::Robust | Scaling::RobustTails | Scaling::Residual { .. } => {
                     median_spread(&mut buf)
                 }
+            };
+            let floor = floors.map_or(0.0, |f| f[j]);
+            let s = if floor > 0.0 && floor.is_finite() {
+                s.max(floor)
+            } else {
+                s
             };
             // Written so that a NaN spread (overflowing sums) also counts as unusable.
             let spread_ok = s.is_finite() && s > RELATIVE_NOISE * c.abs();
@@ -320,6 +340,23 @@ mod tests {
         // Column 1: MAD 0 and one move of 8 in the baseline: another move of 8 is 3σ
         // (the mean absolute deviation, 1.6, would have made it 4σ).
         assert!((s.z(1, 8.0) - 3.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_floor_keeps_a_column_that_was_constant_in_the_baseline() {
+        // Column 1 counts events: none in the baseline.
+        let x = array![[1.0, 0.0], [2.0, 0.0], [3.0, 0.0], [4.0, 0.0]];
+        let plain = Scaler::fit(x.view(), Scaling::RobustTails).unwrap();
+        assert_eq!(plain.status()[1], ColumnStatus::Constant);
+        let floored =
+            Scaler::fit_floored(x.view(), Scaling::RobustTails, Some(&[0.0, 1.0])).unwrap();
+        assert_eq!(floored.used(), &[0, 1]);
+        // Three events are three units of the floor; none is nothing.
+        assert!((floored.z(1, 3.0) - 3.0).abs() < 1e-12);
+        assert_eq!(floored.z(1, 0.0), 0.0);
+        // The paper's standard scaling keeps its rule.
+        let standard = Scaler::fit_floored(x.view(), Scaling::Standard, Some(&[0.0, 1.0])).unwrap();
+        assert_eq!(standard.status()[1], ColumnStatus::Constant);
     }
 
     #[test]

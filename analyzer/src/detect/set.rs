@@ -29,6 +29,14 @@ impl DetectorsConfig {
         }
     }
 
+    /// Sets every detector's least scale per column (see `Scaler::fit_floored`).
+    pub fn column_floors(mut self, floors: Option<std::sync::Arc<[f64]>>) -> Self {
+        self.zscore.column_floors = floors.clone();
+        self.pca.column_floors = floors.clone();
+        self.iforest.column_floors = floors;
+        self
+    }
+
     /// Sets every detector's seed.
     pub fn seed(mut self, seed: u64) -> Self {
         self.zscore.seed = seed;
@@ -43,10 +51,14 @@ impl DetectorsConfig {
     /// detector when that asks for the same ones (the default again).
     pub fn fit(&self, x: ArrayView2<f64>) -> Result<Vec<Box<dyn Detector>>, DetectError> {
         let (z, f) = (&self.zscore, &self.iforest);
-        if z.scaling == f.scaling && z.seed == f.seed && x.nrows() >= 3 {
+        if z.scaling == f.scaling
+            && z.seed == f.seed
+            && z.column_floors == f.column_floors
+            && x.nrows() >= 3
+        {
             z.check()?;
             f.check()?;
-            let std = Standardizer::fit(x, z.scaling, z.seed)?;
+            let std = Standardizer::fit(x, z.scaling, z.seed, z.column_floors.as_ref())?;
             let pca = self.pca.fit_sharing(x, std.workload())?;
             Ok(vec![
                 Box::new(z.fit_with(x, std.clone())?),
@@ -85,7 +97,7 @@ mod tests {
         });
         let c = DetectorsConfig::default();
         // The defaults do share: one workload model serves all three.
-        let std = Standardizer::fit(x.view(), c.zscore.scaling, c.zscore.seed).unwrap();
+        let std = Standardizer::fit(x.view(), c.zscore.scaling, c.zscore.seed, None).unwrap();
         assert!(c.pca.matches_workload(std.workload().unwrap()));
         let set = c.fit(x.view()).unwrap();
         let alone: Vec<Box<dyn Detector>> = vec![

@@ -14,7 +14,7 @@ use ndarray::{Array1, Array2};
 use crate::config::AnalysisConfig;
 use crate::detect::DetectorsConfig;
 use crate::features::{Extractor, Feature, FeatureConfig};
-use crate::matrix::{HostMatrix, Subsystem};
+use crate::matrix::{HostMatrix, Kind, Subsystem};
 use crate::online::fit::{adapted, fit_with, Baseline, Fitted};
 use crate::online::group::{FullCol, FullRow, GroupOutput, GroupStage, RegimeEvent};
 use crate::online::{Outcome, WindowScore};
@@ -66,6 +66,7 @@ struct Col {
     channel: String,
     feature: Feature,
     subsystem: Subsystem,
+    kind: Kind,
 }
 
 #[derive(Default)]
@@ -267,6 +268,7 @@ impl Engine {
                     channel: name.clone(),
                     feature: col.feature,
                     subsystem: col.subsystem,
+                    kind: fm.channels[col.channel].kind,
                 });
                 host.layout.len() - 1
             });
@@ -460,7 +462,8 @@ fn maybe_fit(
     let set = p
         .detectors
         .clone()
-        .unwrap_or_else(|| adapted(x.nrows(), x.ncols(), Baseline::Trailing));
+        .unwrap_or_else(|| adapted(x.nrows(), x.ncols(), Baseline::Trailing))
+        .column_floors(event_floors(&host.layout));
     let fitted = fit_with(x.view(), &set, p.seed, end, Baseline::Trailing);
     metrics.phase("fit", t0.elapsed().as_secs_f64());
     let Some(fitted) = fitted else {
@@ -472,6 +475,28 @@ fn maybe_fit(
         tracing::info!(host = %host_name, windows = rows.len(), features = width, "baseline fitted; warm-up over");
     }
     host.fitted = Some(fitted);
+}
+
+/// One event: the least scale of an event channel's features (its per-window sum and
+/// maximum, in the channel's unit, which counts events per second or per step). Errors,
+/// drops and retransmissions are zero on a healthy host; without a floor such a column is
+/// constant in the baseline, left out of the model, and its first events go unseen.
+const ONE_EVENT: f64 = 1.0;
+
+/// Least scale per layout column (see `Scaler::fit_floored`); `None` without event channels.
+fn event_floors(layout: &[Col]) -> Option<std::sync::Arc<[f64]>> {
+    layout.iter().any(|c| c.kind == Kind::Event).then(|| {
+        layout
+            .iter()
+            .map(|c| {
+                if c.kind == Kind::Event {
+                    ONE_EVENT
+                } else {
+                    0.0
+                }
+            })
+            .collect()
+    })
 }
 
 fn score_window(host: &str, end_ms: i64, row: &[f64], f: &Fitted, layout: &[Col]) -> WindowScore {

@@ -51,6 +51,10 @@ pub struct IForestParams {
     pub input: ForestInput,
     pub threshold_percentile: f64,
     pub seed: u64,
+    /// Least scale per column (see `Scaler::fit_floored`); set by the online analyzer from
+    /// what each column measures, never read from a configuration file.
+    #[serde(skip)]
+    pub column_floors: Option<std::sync::Arc<[f64]>>,
 }
 
 impl Default for IForestParams {
@@ -100,6 +104,7 @@ impl IForestParams {
             input: ForestInput::Features,
             threshold_percentile: 99.0,
             seed: 0,
+            column_floors: None,
         }
     }
 
@@ -165,7 +170,7 @@ impl Fit for IForestParams {
                 min: 2,
             });
         }
-        let std = Standardizer::fit(x, self.scaling, self.seed)?;
+        let std = Standardizer::fit(x, self.scaling, self.seed, self.column_floors.as_ref())?;
         Ok(IForestModel::fit(self, std, x))
     }
 }

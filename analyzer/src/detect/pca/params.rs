@@ -59,6 +59,10 @@ pub struct PcaParams {
     pub score: PcaScore,
     pub threshold_percentile: f64,
     pub seed: u64,
+    /// Least scale per column (see `Scaler::fit_floored`); set by the online analyzer from
+    /// what each column measures, never read from a configuration file.
+    #[serde(skip)]
+    pub column_floors: Option<std::sync::Arc<[f64]>>,
 }
 
 impl Default for PcaParams {
@@ -70,6 +74,7 @@ impl Default for PcaParams {
             score: PcaScore::TopK(5),
             threshold_percentile: 99.0,
             seed: 0,
+            column_floors: None,
         }
     }
 }
@@ -84,6 +89,7 @@ impl PcaParams {
             score: PcaScore::Mahalanobis,
             threshold_percentile: 99.0,
             seed: 0,
+            column_floors: None,
         }
     }
 
@@ -159,6 +165,7 @@ impl PcaParams {
             } else {
                 Scaling::Robust
             })
+            && self.column_floors == w.floors
             && self.components
                 == (Components::Signal {
                     max_rank: w.max_rank,
@@ -198,7 +205,7 @@ impl Fit for PcaParams {
                 min: 3,
             });
         }
-        let scaler = Scaler::fit(x, self.scaling)?;
+        let scaler = Scaler::fit_floored(x, self.scaling, self.column_floors.as_deref())?;
         Ok(PcaModel::fit(self, scaler, x))
     }
 }

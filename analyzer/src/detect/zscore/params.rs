@@ -36,6 +36,10 @@ pub struct ZScoreParams {
     pub threshold_percentile: f64,
     /// Seed of the randomized solver behind `Scaling::Residual`.
     pub seed: u64,
+    /// Least scale per column (see `Scaler::fit_floored`); set by the online analyzer from
+    /// what each column measures, never read from a configuration file.
+    #[serde(skip)]
+    pub column_floors: Option<std::sync::Arc<[f64]>>,
 }
 
 impl Default for ZScoreParams {
@@ -52,6 +56,7 @@ impl Default for ZScoreParams {
             aggregate: Aggregate::TopK(5),
             threshold_percentile: 99.0,
             seed: 0,
+            column_floors: None,
         }
     }
 }
@@ -64,6 +69,7 @@ impl ZScoreParams {
             aggregate: Aggregate::Mean,
             threshold_percentile: 99.0,
             seed: 0,
+            column_floors: None,
         }
     }
 
@@ -116,7 +122,7 @@ impl Fit for ZScoreParams {
                 min: 3,
             });
         }
-        let std = Standardizer::fit(x, self.scaling, self.seed)?;
+        let std = Standardizer::fit(x, self.scaling, self.seed, self.column_floors.as_ref())?;
         Ok(ZScoreModel::new(
             std,
             self.aggregate,

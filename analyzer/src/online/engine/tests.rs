@@ -129,3 +129,73 @@ fn realign_pads_and_cuts_on_the_grid() {
     let a = realign(&m, 1_007, 1_500);
     assert_eq!(a.values[[0, 0]], m.values[[0, 0]]);
 }
+
+/// `m` with one more channel, an event count (network retransmissions, say) that is zero
+/// except for `rate` events per step during `events` (ms range).
+fn with_events(m: HostMatrix, events: std::ops::Range<i64>, rate: f64) -> HostMatrix {
+    let n = m.n_steps();
+    let row = Array2::from_shape_fn((1, n), |(_, t)| {
+        let ts = m.start_ms + t as i64 * m.step_ms;
+        if events.contains(&ts) {
+            rate
+        } else {
+            0.0
+        }
+    });
+    let mut channels = m.channels.clone();
+    channels.push(Channel {
+        name: "retransmits".into(),
+        metric: "retransmits".into(),
+        subsystem: Subsystem::Network,
+        kind: Kind::Event,
+        metric_type: MetricType::Counter,
+    });
+    HostMatrix {
+        values: ndarray::concatenate(ndarray::Axis(0), &[m.values.view(), row.view()]).unwrap(),
+        channels,
+        ..m
+    }
+}
+
+#[test]
+fn events_on_a_channel_that_was_zero_all_baseline_are_seen() {
+    let metrics = SelfMetrics::new(&mut Registry::default());
+    let mut e = Engine::new(params());
+    let mut seed = 7;
+    let t0 = 1_700_000_000_000;
+    let hist = with_events(host(t0 - 303_000, 303, 0..0, &mut seed), 0..0, 0.0);
+    e.learn(&hist, t0 - 300_000, t0, &[], &metrics);
+    // Three retransmissions per step for 5 s; nothing else changes.
+    let live = with_events(
+        host(t0 - 3_000, 23, 0..0, &mut seed),
+        t0 + 10_000..t0 + 15_000,
+        3.0,
+    );
+    let out = e.process(&live, t0, t0 + 20_000, &metrics);
+    let scored: Vec<&WindowScore> = out
+        .iter()
+        .filter_map(|o| match o {
+            Outcome::Scored(w) => Some(w),
+            _ => None,
+        })
+        .collect();
+    let during: Vec<_> = scored
+        .iter()
+        .filter(|w| w.end_ms > t0 + 11_000 && w.end_ms <= t0 + 17_000)
+        .collect();
+    assert!(!during.is_empty());
+    for w in &during {
+        assert!(w.agreement >= 2, "{:?}", w.scores);
+        assert!(
+            w.summary.starts_with("retransmits (network)"),
+            "{}",
+            w.summary
+        );
+    }
+    let before: Vec<_> = scored.iter().filter(|w| w.end_ms <= t0 + 10_000).collect();
+    assert!(
+        before.iter().all(|w| w.agreement < 2),
+        "{:?}",
+        before.iter().map(|w| &w.scores).collect::<Vec<_>>()
+    );
+}
