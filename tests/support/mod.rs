@@ -19,6 +19,7 @@
 pub mod alertmanager;
 pub mod analyzer;
 pub mod http;
+pub mod netns;
 pub mod prometheus;
 pub mod recorder;
 
