@@ -76,8 +76,6 @@ struct HostState {
     /// (window end, row in layout order at the time, flagged by enough detectors).
     ring: VecDeque<(i64, Vec<f64>, bool)>,
     fitted: Option<Fitted>,
-    /// Windows in the ring at the last fit, flagged ones included.
-    ring_at_fit: usize,
     /// Regime changes of this host (DESIGN step 8), over its scored rows.
     regime: Option<RegimeTracker>,
 }
@@ -420,10 +418,7 @@ fn trim(host: &mut HostState, p: &EngineParams, end: i64) {
     }
 }
 
-/// Fits when warm-up is over and no model exists, when the model is `refit_every` old, or
-/// while the baseline is still filling up, when it has doubled since the last fit: a model
-/// fitted on the first minute has seen little of the host (a gauge's slow drift, a daily
-/// job), and waiting `refit_every` to learn more would leave it judging with that minute.
+/// Fits when warm-up is over and no model exists, or when the model is `refit_every` old.
 fn maybe_fit(
     host_name: &str,
     host: &mut HostState,
@@ -433,7 +428,7 @@ fn maybe_fit(
 ) {
     let due = match &host.fitted {
         None => span_ms(&host.ring, p.window.stride_ms) >= p.warmup_ms,
-        Some(f) => end - f.at_ms >= p.refit_ms || host.ring.len() >= 2 * host.ring_at_fit.max(1),
+        Some(f) => end - f.at_ms >= p.refit_ms,
     };
     if !due {
         return;
@@ -480,7 +475,6 @@ fn maybe_fit(
         tracing::info!(host = %host_name, windows = rows.len(), features = width, "baseline fitted; warm-up over");
     }
     host.fitted = Some(fitted);
-    host.ring_at_fit = host.ring.len();
 }
 
 /// One event: the least scale of an event channel's features (its per-window sum and

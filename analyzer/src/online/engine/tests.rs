@@ -199,22 +199,3 @@ fn events_on_a_channel_that_was_zero_all_baseline_are_seen() {
         before.iter().map(|w| &w.scores).collect::<Vec<_>>()
     );
 }
-
-#[test]
-fn refits_as_the_baseline_doubles_then_every_refit_interval() {
-    let metrics = SelfMetrics::new(&mut Registry::default());
-    let mut e = Engine::new(EngineParams {
-        warmup_ms: 60_000,
-        ..params()
-    });
-    let mut seed = 3;
-    let t0 = 1_700_000_000_000;
-    let live = host(t0 - 3_000, 303, 0..0, &mut seed);
-    // Scored a minute at a time, as the service would (any split gives the same fits).
-    for m in 0..5 {
-        e.process(&live, t0 + m * 60_000, t0 + (m + 1) * 60_000, &metrics);
-    }
-    // Fitted at 60 windows (warm-up over), then at 120 and 240; the next doubling (480)
-    // is beyond five minutes and the refit interval (10 min) has not passed.
-    assert_eq!(metrics.fits.get(), 3);
-}
