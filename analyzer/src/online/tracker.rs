@@ -342,7 +342,8 @@ mod tests {
     fn a_subsystem_reached_later_joins_the_alerts() {
         let mut t = Tracker::new(P);
         let _ = kinds(&mut t, vec![v(1, 2, "cpu"), v(2, 2, "cpu")]);
-        // One window where storage is heaviest is not enough; a quiet-ish cpu one resets it.
+        // One window where storage is heaviest is not enough, and a cpu one in between resets
+        // the count.
         let _ = kinds(&mut t, vec![v(3, 2, "storage"), v(4, 2, "cpu")]);
         assert_eq!(t.open()[0].subsystems, ["cpu"]);
         match kinds(&mut t, vec![v(5, 2, "storage"), v(6, 2, "storage")])[..] {
