@@ -199,6 +199,11 @@ TARGET="$(cd "$ROOT" && cargo metadata --format-version 1 --no-deps 2>/dev/null 
   sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
 BIN="${TARGET:-$ROOT/target}/$PROFILE"
 [ -x "$BIN/reveal-exporter" ] || die "no $BIN/reveal-exporter after the build"
+# The build leaves hundreds of megabytes of dirty page cache that the kernel writes back over
+# the next half minute: the analyzer's first baseline minute would learn that write-back
+# (dirty and writeback memory falling by 100 MB) as normal, and judge the host against it.
+say "flushing the build's files to disk (sync)"
+sync
 
 # 3. Configuration: the stack's files with this run's ports and absolute rule paths.
 say "[3/5] writing configuration to $STATE"

@@ -26,7 +26,9 @@ use reveal_e2e::alertmanager::{self, Alertmanager};
 use reveal_e2e::analyzer::Analyzer;
 use reveal_e2e::prometheus::{self, Prometheus};
 use reveal_e2e::recorder::{Recorder, Request};
-use reveal_e2e::{free_port, loopback, require_tool, workspace_bin, Proc, TempDir};
+use reveal_e2e::{
+    flush_page_cache, free_port, loopback, require_tool, workspace_bin, Proc, TempDir,
+};
 
 fn config(prom: &str, am: &str) -> String {
     format!(
@@ -93,6 +95,7 @@ fn write_burst_becomes_a_storage_alert_and_resolves() {
     {
         return;
     }
+    flush_page_cache();
     let port = free_port();
     let target = loopback(port).to_string();
     let mut exporter = Proc::spawn(

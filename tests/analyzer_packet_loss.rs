@@ -24,7 +24,7 @@ use reveal_e2e::analyzer::Analyzer;
 use reveal_e2e::netns::{self, Loss, Pair, Stream};
 use reveal_e2e::prometheus::{self, Prometheus};
 use reveal_e2e::recorder::{Recorder, Request};
-use reveal_e2e::{free_port, loopback, workspace_bin, Proc};
+use reveal_e2e::{flush_page_cache, free_port, loopback, workspace_bin, Proc};
 
 /// A random tenth of the packets: enough that some retransmissions are lost too and TCP
 /// falls back on its retransmission timeout, as a flaky link or an overflowing switch
@@ -72,6 +72,7 @@ fn packet_loss_becomes_a_network_alert_and_resolves() {
     // From here on this thread, the processes it starts and the sockets it opens are in A.
     let _in_a = pair.a.enter();
 
+    flush_page_cache();
     let port = free_port();
     let target = loopback(port).to_string();
     let mut exporter = Proc::spawn(

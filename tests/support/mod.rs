@@ -48,6 +48,15 @@ pub fn in_ci() -> bool {
     std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "0" && v != "false")
 }
 
+/// Writes the page cache's dirty pages to disk and waits for it (`sync`). A fault-injection
+/// test calls it before starting the stack: a build that just ended leaves hundreds of
+/// megabytes that the kernel writes back over the next half minute, and the analyzer's
+/// one-minute baseline would learn that write-back as the host's normal.
+pub fn flush_page_cache() {
+    let ok = Command::new("sync").status().is_ok_and(|s| s.success());
+    assert!(ok, "sync failed");
+}
+
 /// Finds an external tool; when it is missing, skips loudly (returns `None`) outside CI and
 /// fails the test under CI, where `.ci/run` must have installed it.
 pub fn require_tool(path_or_name: &str, debian_package: &str) -> Option<PathBuf> {
