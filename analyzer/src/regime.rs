@@ -27,8 +27,10 @@
 //! exist. A column with no variance before the change is scaled by 1% of its level, so a
 //! constant that steps to a new constant is a shift, and float noise is not.
 //!
-//! Defaults (1 s stride): 30 windows of reference, 20 of new regime (the shift must hold
-//! 20 s), 4σ, 80% flagged, 120 windows of history.
+//! Defaults (1 s stride): 30 windows of reference, 60 of new regime (the shift must hold a
+//! minute: a workload that starts runs for longer, while a fault of a few seconds to tens of
+//! seconds is an episode, not the host's new normal), 4σ, 80% flagged, 120 windows of
+//! history.
 //!
 //! # Online use
 //! Per host, call [`RegimeTracker::observe`] with every scored window's feature row (in a
@@ -62,7 +64,7 @@ impl Default for RegimeParams {
         RegimeParams {
             history: 120,
             min_reference: 30,
-            min_regime: 20,
+            min_regime: 60,
             shift_z: 4.0,
             min_flagged: 0.8,
             max_columns: 10,

@@ -5,7 +5,7 @@
 //! regime, so they cannot say whether a window is anomalous *against the old regime* (the
 //! online loop's judge, [`crate::regime`] step 4). Here every window is offered to the
 //! [`RegimeTracker`] as a candidate, and its test of a shift that is large (4σ of the old
-//! regime), persistent (20 windows) and stable (no drift, the new level standing out of the
+//! regime), persistent (`RegimeParams::min_regime` windows, a minute by default) and stable (no drift, the new level standing out of the
 //! new spread) alone decides. Flagged windows that straddle a change's start (within one
 //! window length of it) are the change itself, seen by the detectors as one odd window of
 //! mixed levels: they are counted on the change and taken out of the anomalous windows.
@@ -85,12 +85,12 @@ mod tests {
             s ^= s << 17;
             (s >> 11) as f64 / (1u64 << 53) as f64 - 0.5
         };
-        // 100 windows of 6 columns; columns 0 and 1 step up by 20σ at window 60.
-        let x = Array2::from_shape_fn((100, 6), |(i, j)| {
+        // 160 windows of 6 columns; columns 0 and 1 step up by 20σ at window 60.
+        let x = Array2::from_shape_fn((160, 6), |(i, j)| {
             let level = if j < 2 && i >= 60 { 20.0 } else { 0.0 };
             10.0 + level + noise()
         });
-        let ends: Vec<i64> = (0..100).map(|i| 1_000 * (i + 1)).collect();
+        let ends: Vec<i64> = (0..160).map(|i| 1_000 * (i + 1)).collect();
         let found = regime_changes("h", &ends, &x, |j| format!("c{j}"), RegimeParams::default());
         assert_eq!(found.len(), 1, "{found:#?}");
         let r = &found[0];
@@ -103,7 +103,7 @@ mod tests {
         );
         assert!(straddles(r, 60_000, 3_000) && !straddles(r, 64_000, 3_000));
 
-        let quiet = Array2::from_shape_fn((100, 6), |_| 10.0 + noise());
+        let quiet = Array2::from_shape_fn((160, 6), |_| 10.0 + noise());
         assert!(regime_changes(
             "h",
             &ends,

@@ -1,5 +1,14 @@
 use super::*;
 
+/// The tracker's mechanics are tested with a 20-window regime (shorter series); the default
+/// minute is tested on its own below.
+fn twenty() -> RegimeParams {
+    RegimeParams {
+        min_regime: 20,
+        ..RegimeParams::default()
+    }
+}
+
 /// Deterministic noise in [−0.5, 0.5).
 struct Noise(u64);
 impl Noise {
@@ -18,7 +27,7 @@ fn feed(
     level: impl Fn(usize) -> f64,
     flag: impl Fn(usize) -> bool,
 ) -> Vec<(usize, RegimeChange)> {
-    let mut t = RegimeTracker::new(RegimeParams::default()).unwrap();
+    let mut t = RegimeTracker::new(twenty()).unwrap();
     let mut noise = Noise(42);
     let mut out = Vec::new();
     for i in 0..n {
@@ -95,7 +104,7 @@ fn ramps_bursts_and_unflagged_shifts_are_not_regimes() {
 
 #[test]
 fn constants_step_and_nan_is_ignored() {
-    let mut t = RegimeTracker::new(RegimeParams::default()).unwrap();
+    let mut t = RegimeTracker::new(twenty()).unwrap();
     let mut found = None;
     for i in 0..80 {
         // Column 0 is constant 4, then constant 8 from window 40; column 1 is NaN.
@@ -138,4 +147,31 @@ fn params_load_from_yaml_with_defaults() {
     let p: RegimeParams = serde_yaml::from_str("min_regime: 10\n").unwrap();
     assert_eq!((p.min_regime, p.min_reference), (10, 30));
     assert!(serde_yaml::from_str::<RegimeParams>("min_regim: 10").is_err());
+}
+
+#[test]
+fn by_default_a_shift_must_hold_a_minute() {
+    let shift = |len: usize| {
+        let mut t = RegimeTracker::new(RegimeParams::default()).unwrap();
+        let mut noise = Noise(7);
+        let mut found = 0;
+        for i in 0..200usize {
+            let l = if (60..60 + len).contains(&i) {
+                10.0
+            } else {
+                0.0
+            };
+            let row = [l + noise.next(), 2.0 * l + noise.next(), noise.next()];
+            let w = RegimeWindow {
+                end_ms: 1000 * i as i64,
+                flagged: (60..60 + len).contains(&i),
+                row: &row,
+            };
+            found += usize::from(t.observe(w).is_some());
+        }
+        found
+    };
+    // A 30 s fault is an episode; a step that lasts 70 s is the host's new normal.
+    assert_eq!(shift(30), 0);
+    assert_eq!(shift(70), 1);
 }

@@ -182,7 +182,7 @@ fn a_workload_step_is_one_regime_change_and_the_baseline_follows_it() {
     let step = T0 + 20_000;
     let mut changes = Vec::new();
     let mut windows = Vec::new();
-    for s in 0..120 {
+    for s in 0..160 {
         let (after, until) = (T0 + s * 1000, T0 + (s + 1) * 1000);
         let m = host("h", after - 3_000, 4, 0.0, Some(step), &mut seed);
         for o in e.process(&m, after, until, &metrics) {
