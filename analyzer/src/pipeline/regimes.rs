@@ -5,8 +5,8 @@
 //! regime, so they cannot say whether a window is anomalous *against the old regime* (the
 //! online loop's judge, [`crate::regime`] step 4). Here every window is offered to the
 //! [`RegimeTracker`] as a candidate, and its test of a shift that is large (4σ of the old
-//! regime), persistent (`RegimeParams::min_regime` windows, a minute by default) and stable (no drift, the new level standing out of the
-//! new spread) alone decides. Flagged windows that straddle a change's start (within one
+//! regime), persistent (`RegimeParams::min_regime` windows, a minute by default) and stable
+//! (no drift, the new level standing out of the new spread) alone decides. Flagged windows that straddle a change's start (within one
 //! window length of it) are the change itself, seen by the detectors as one odd window of
 //! mixed levels: they are counted on the change and taken out of the anomalous windows.
 
