@@ -80,7 +80,8 @@ track() { echo "$1 $2 $3" >>"$PIDS"; }
 
 # Whether pid $1 is still the process we started, its command line matching $2 (pids get
 # reused after a reboot).
-ours() { [ -r "/proc/$1/cmdline" ] && tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -qF -- "$2"; }
+# The process may exit between the test and the read: the redirection's error is silenced too.
+ours() { [ -r "/proc/$1/cmdline" ] && { tr '\0' ' ' <"/proc/$1/cmdline"; } 2>/dev/null | grep -qF -- "$2"; }
 
 stop_all() {
   [ -f "$PIDS" ] || return 0
