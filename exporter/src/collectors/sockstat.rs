@@ -181,6 +181,7 @@ impl Collector for SockstatCollector {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::collectors::test_util::value;
     use proptest::prelude::*;
 
     #[test]
@@ -257,16 +258,6 @@ mod tests {
     }
 
     /// The value of the sample named `name` whose labels include every pair of `labels`.
-    fn value(out: &Scrape, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
-        let fam = out.families().find(|f| f.desc.sample_name() == name)?;
-        let s = fam.samples.iter().find(|s| {
-            labels
-                .iter()
-                .all(|(k, v)| s.labels.iter().any(|(k2, v2)| k == k2 && v == v2))
-        })?;
-        Some(s.value)
-    }
-
     #[test]
     fn on_this_host() {
         let mut c = SockstatCollector::new(&Settings::default());

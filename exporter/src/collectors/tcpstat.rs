@@ -121,6 +121,7 @@ impl Collector for TcpstatCollector {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::collectors::test_util::value;
     use proptest::prelude::*;
 
     const TCP: &str = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n\
@@ -154,16 +155,6 @@ mod tests {
     }
 
     /// The value of the sample named `name` whose labels include every pair of `labels`.
-    fn value(out: &Scrape, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
-        let fam = out.families().find(|f| f.desc.sample_name() == name)?;
-        let s = fam.samples.iter().find(|s| {
-            labels
-                .iter()
-                .all(|(k, v)| s.labels.iter().any(|(k2, v2)| k == k2 && v == v2))
-        })?;
-        Some(s.value)
-    }
-
     #[test]
     fn on_this_host() {
         // A socket this test owns, so at least one is in LISTEN.

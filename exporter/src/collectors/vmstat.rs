@@ -97,6 +97,7 @@ impl Collector for VmstatCollector {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::collectors::test_util::value;
     use proptest::prelude::*;
 
     const SAMPLE: &str = "nr_free_pages 988172\n\
@@ -138,16 +139,6 @@ thp_fault_alloc 17\n";
     }
 
     /// The value of the sample named `name` whose labels include every pair of `labels`.
-    fn value(out: &Scrape, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
-        let fam = out.families().find(|f| f.desc.sample_name() == name)?;
-        let s = fam.samples.iter().find(|s| {
-            labels
-                .iter()
-                .all(|(k, v)| s.labels.iter().any(|(k2, v2)| k == k2 && v == v2))
-        })?;
-        Some(s.value)
-    }
-
     #[test]
     fn on_this_host() {
         let mut c = VmstatCollector::new(&Settings::default());
