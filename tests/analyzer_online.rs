@@ -22,13 +22,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use reveal_e2e::alertmanager::{self, Alertmanager};
+use reveal_e2e::alertmanager;
 use reveal_e2e::analyzer::Analyzer;
-use reveal_e2e::prometheus::{self, Prometheus};
-use reveal_e2e::recorder::{Recorder, Request};
-use reveal_e2e::{
-    flush_page_cache, free_port, loopback, require_tool, workspace_bin, Proc, TempDir,
-};
+use reveal_e2e::prometheus;
+use reveal_e2e::recorder::Request;
+use reveal_e2e::stack::Stack;
+use reveal_e2e::{require_tool, TempDir};
 
 fn config(prom: &str, am: &str) -> String {
     format!(
@@ -95,18 +94,13 @@ fn write_burst_becomes_a_storage_alert_and_resolves() {
     {
         return;
     }
-    flush_page_cache();
-    let port = free_port();
-    let target = loopback(port).to_string();
-    let mut exporter = Proc::spawn(
-        "reveal-exporter",
-        Command::new(workspace_bin("reveal-exporter"))
-            .arg(format!("--web.listen-address={target}")),
-    );
-    exporter.wait_http_ready(loopback(port), "/metrics", Duration::from_secs(20));
-    let prom = Prometheus::scraping(std::slice::from_ref(&target), "100ms").start();
-    let hook = Recorder::start();
-    let am = Alertmanager::with_webhook(&format!("{}/hook", hook.url()));
+    let Stack {
+        target,
+        exporter,
+        prom,
+        hook,
+        am,
+    } = Stack::start();
     let scratch = TempDir::new("reveal-burst");
     let quiet = Arc::new(AtomicBool::new(false));
     let background = background_io(scratch.path().to_path_buf(), quiet.clone());
@@ -170,7 +164,7 @@ fn write_burst_becomes_a_storage_alert_and_resolves() {
         .collect();
         panic!(
             "no storage alert within 30 s of the burst ({runs} dd runs); webhooks: {:?}\n{}\n{}",
-            hook.requests().iter().map(|r| r.json()).collect::<Vec<_>>(),
+            hook.bodies(),
             seen.join("\n"),
             an.logs()
         )

@@ -16,15 +16,14 @@
 //! Needs root, `ip` (iproute2) and `nft` (nftables); skips loudly without them, and fails
 //! under CI.
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use reveal_e2e::alertmanager::{self, Alertmanager};
+use reveal_e2e::alertmanager;
 use reveal_e2e::analyzer::Analyzer;
 use reveal_e2e::netns::{self, Loss, Pair, Stream};
 use reveal_e2e::prometheus::{self, Prometheus};
-use reveal_e2e::recorder::{Recorder, Request};
-use reveal_e2e::{flush_page_cache, free_port, loopback, workspace_bin, Proc};
+use reveal_e2e::recorder::Request;
+use reveal_e2e::stack::Stack;
 
 /// A random tenth of the packets: enough that some retransmissions are lost too and TCP
 /// falls back on its retransmission timeout, as a flaky link or an overflowing switch
@@ -72,18 +71,13 @@ fn packet_loss_becomes_a_network_alert_and_resolves() {
     // From here on this thread, the processes it starts and the sockets it opens are in A.
     let _in_a = pair.a.enter();
 
-    flush_page_cache();
-    let port = free_port();
-    let target = loopback(port).to_string();
-    let mut exporter = Proc::spawn(
-        "reveal-exporter",
-        Command::new(workspace_bin("reveal-exporter"))
-            .arg(format!("--web.listen-address={target}")),
-    );
-    exporter.wait_http_ready(loopback(port), "/metrics", Duration::from_secs(20));
-    let prom = Prometheus::scraping(std::slice::from_ref(&target), "100ms").start();
-    let hook = Recorder::start();
-    let am = Alertmanager::with_webhook(&format!("{}/hook", hook.url()));
+    let Stack {
+        target,
+        exporter,
+        prom,
+        hook,
+        am,
+    } = Stack::start();
     // A steady ~1.6 MB/s through the veth for the whole test (bounded at 5 minutes), so the
     // baseline holds the healthy stream the loss then disturbs.
     let stream = Stream::start(
@@ -142,10 +136,7 @@ fn packet_loss_becomes_a_network_alert_and_resolves() {
     let alert = alert.unwrap_or_else(|| {
         panic!(
             "no network alert within 30 s of the loss; webhooks: {:?}\n{}",
-            hook.requests()
-                .iter()
-                .map(Request::json)
-                .collect::<Vec<_>>(),
+            hook.bodies(),
             an.logs()
         )
     });
@@ -198,10 +189,7 @@ fn packet_loss_becomes_a_network_alert_and_resolves() {
     let resolved = resolved.unwrap_or_else(|| {
         panic!(
             "not resolved within 60 s after the loss stopped; webhooks: {:?}\n{}",
-            hook.requests()
-                .iter()
-                .map(Request::json)
-                .collect::<Vec<_>>(),
+            hook.bodies(),
             an.logs()
         )
     });

@@ -22,6 +22,7 @@ pub mod http;
 pub mod netns;
 pub mod prometheus;
 pub mod recorder;
+pub mod stack;
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};

@@ -84,6 +84,11 @@ impl Recorder {
         self.requests.lock().unwrap().clone()
     }
 
+    /// Every request body read as JSON (`null` where it is not), for failure messages.
+    pub fn bodies(&self) -> Vec<serde_json::Value> {
+        self.requests().iter().map(Request::json).collect()
+    }
+
     /// Waits until some recorded request satisfies `ok`, and returns it.
     pub fn wait_for(&self, timeout: Duration, ok: impl Fn(&Request) -> bool) -> Option<Request> {
         let deadline = Instant::now() + timeout;
