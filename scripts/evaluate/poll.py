@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""Polls Alertmanagers' API v2 (GET /api/v2/alerts) once a second for scripts/evaluate.sh.
+
+    poll.py --deadline UNIX_S NAME=URL=DIR [NAME=URL=DIR ...]
+
+For each Alertmanager it keeps, in DIR:
+  alerts.json   every alert occurrence seen so far (rewritten atomically after each poll):
+                fingerprint, alertname, subsystem, severity, labels, startsAt, endsAt (as last
+                seen), first_seen_ms, last_seen_ms (polls that listed it), gone_ms (first poll
+                that no longer listed it, null while listed)
+  alerts.log    one line per change: FIRING / RESOLVED, with the poll time
+  polls.jsonl   the raw polls, compact: {"t": ms, "ok": bool, "alerts": [[fp, alertname,
+                subsystem, severity, startsAt, endsAt, state], ...]}
+
+An occurrence is keyed by (fingerprint, startsAt): the analyzer keeps startsAt for the life of
+an episode, and a later episode with the same labels starts a new occurrence. Standard
+library only. Stops at the deadline or on SIGTERM/SIGINT (after writing its files).
+"""
+
+import json
+import os
+import signal
+import sys
+import time
+import urllib.request
+
+STOP = False
+
+
+def _stop(*_):
+    global STOP
+    STOP = True
+
+
+def now_ms():
+    return int(time.time() * 1000)
+
+
+def fmt(ms):
+    return time.strftime("%H:%M:%S", time.localtime(ms / 1000)) + ".%03d" % (ms % 1000)
+
+
+class Tracker:
+    def __init__(self, name, url, out):
+        self.name, self.url, self.out = name, url.rstrip("/"), out
+        os.makedirs(out, exist_ok=True)
+        self.occ = {}  # (fp, startsAt) -> record
+        self.listed = set()
+        self.polls = open(os.path.join(out, "polls.jsonl"), "a", buffering=1)
+        self.log = open(os.path.join(out, "alerts.log"), "a", buffering=1)
+
+    def poll(self):
+        t = now_ms()
+        try:
+            with urllib.request.urlopen(self.url + "/api/v2/alerts", timeout=0.9) as r:
+                alerts = json.load(r)
+            ok = True
+        except Exception:  # Alertmanager down or slow: recorded as a failed poll
+            alerts, ok = [], False
+        compact = []
+        seen = set()
+        for a in alerts:
+            labels = a.get("labels", {})
+            fp = a.get("fingerprint", "")
+            key = (fp, a.get("startsAt", ""))
+            state = (a.get("status") or {}).get("state", "")
+            compact.append([fp, labels.get("alertname", ""), labels.get("subsystem", ""),
+                            labels.get("severity", ""), a.get("startsAt", ""),
+                            a.get("endsAt", ""), state])
+            seen.add(key)
+            rec = self.occ.get(key)
+            if rec is None:
+                rec = self.occ[key] = {
+                    "fingerprint": fp,
+                    "alertname": labels.get("alertname", ""),
+                    "subsystem": labels.get("subsystem", ""),
+                    "severity": labels.get("severity", ""),
+                    "labels": labels,
+                    "summary": (a.get("annotations") or {}).get("summary", ""),
+                    "startsAt": a.get("startsAt", ""),
+                    "first_seen_ms": t,
+                }
+                self.log.write("%s FIRING   %s subsystem=%s severity=%s startsAt=%s: %s\n" % (
+                    fmt(t), rec["alertname"], rec["subsystem"] or "-", rec["severity"] or "-",
+                    rec["startsAt"], rec["summary"][:200]))
+            rec["endsAt"] = a.get("endsAt", "")
+            rec["state"] = state
+            rec["last_seen_ms"] = t
+            rec["gone_ms"] = None
+        if ok:
+            for key in self.listed - seen:
+                rec = self.occ[key]
+                rec["gone_ms"] = t
+                self.log.write("%s RESOLVED %s subsystem=%s (listed %.0f s, endsAt=%s)\n" % (
+                    fmt(t), rec["alertname"], rec["subsystem"] or "-",
+                    (rec["last_seen_ms"] - rec["first_seen_ms"]) / 1000, rec.get("endsAt")))
+            self.listed = seen
+        else:
+            self.listed |= seen
+        self.polls.write(json.dumps({"t": t, "ok": ok, "alerts": compact},
+                                    separators=(",", ":")) + "\n")
+        self.save()
+
+    def save(self):
+        path = os.path.join(self.out, "alerts.json")
+        tmp = path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(sorted(self.occ.values(), key=lambda r: r["first_seen_ms"]), f, indent=1)
+        os.replace(tmp, path)
+
+
+def main(argv):
+    deadline = None
+    targets = []
+    it = iter(argv)
+    for a in it:
+        if a == "--deadline":
+            deadline = float(next(it))
+        else:
+            name, url, out = a.split("=", 2)
+            targets.append(Tracker(name, url, out))
+    if not targets:
+        sys.exit("usage: poll.py --deadline UNIX_S NAME=URL=DIR ...")
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    nxt = time.time()
+    while not STOP and (deadline is None or time.time() < deadline):
+        for t in targets:
+            t.poll()
+        nxt += 1.0
+        delay = nxt - time.time()
+        if delay < 0:  # fell behind (a slow Alertmanager): keep the 1 s grid from now on
+            nxt, delay = time.time(), 0
+        time.sleep(delay)
+    for t in targets:
+        t.save()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
