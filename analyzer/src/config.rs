@@ -231,8 +231,9 @@ pub struct AnalysisConfig {
     pub seed: u64,
     /// When flagged windows become an episode (and an alert).
     pub episodes: EpisodeConfig,
-    /// Parameters of the three detectors; when absent, the defaults adapted to the size of
-    /// the baseline (see `online::fit::adapted`).
+    /// Parameters of the three detectors: absent or `default` for the defaults
+    /// (docs/detection.md), `literal` for the paper's configuration, or a map of parameters.
+    #[serde(deserialize_with = "detectors_spec")]
     pub detectors: Option<crate::detect::DetectorsConfig>,
 }
 
@@ -247,12 +248,19 @@ pub struct EpisodeConfig {
     pub close_after: u32,
 }
 
+impl EpisodeConfig {
+    /// Quiet windows that close an episode by default: at a 1 s stride an alert resolves
+    /// 5 s after the last flagged window, and a lull of up to 4 windows inside one fault
+    /// does not split it into several episodes (the offline `analyze` merges with the same gap).
+    pub const DEFAULT_CLOSE_AFTER: u32 = 5;
+}
+
 impl Default for EpisodeConfig {
     fn default() -> Self {
         EpisodeConfig {
             min_agreement: 2,
             open_after: 2,
-            close_after: 3,
+            close_after: Self::DEFAULT_CLOSE_AFTER,
         }
     }
 }
@@ -284,6 +292,27 @@ impl AnalysisConfig {
             stride_ms: ms(self.stride),
             ..WindowConfig::default()
         }
+    }
+}
+
+/// `analysis.detectors`: a preset name or a map of parameters.
+fn detectors_spec<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<crate::detect::DetectorsConfig>, D::Error> {
+    use serde::de::Error;
+    let v = serde_yaml::Value::deserialize(d)?;
+    match v {
+        serde_yaml::Value::Null => Ok(None),
+        serde_yaml::Value::String(name) => match name.as_str() {
+            "default" => Ok(Some(crate::detect::DetectorsConfig::default())),
+            "literal" => Ok(Some(crate::detect::DetectorsConfig::literal())),
+            other => Err(D::Error::custom(format!(
+                "unknown detector preset `{other}` (expected `default`, `literal` or a map of parameters)"
+            ))),
+        },
+        other => crate::detect::DetectorsConfig::deserialize(other)
+            .map(Some)
+            .map_err(D::Error::custom),
     }
 }
 

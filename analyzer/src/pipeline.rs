@@ -72,7 +72,7 @@ impl Default for AnalyzeParams {
             seed: 42,
             top_k: 5,
             min_windows: 30,
-            episode_gap: 1,
+            episode_gap: crate::config::EpisodeConfig::DEFAULT_CLOSE_AFTER as usize,
             detectors: None,
             regime: Some(RegimeParams::default()),
         }
@@ -224,7 +224,10 @@ pub fn analyze_host(m: &HostMatrix, p: &AnalyzeParams) -> HostAnalysis {
     let set = p
         .detectors
         .clone()
-        .unwrap_or_else(|| adapted(x.nrows(), x.ncols(), Baseline::WholeRun));
+        .unwrap_or_else(|| adapted(x.nrows(), x.ncols(), Baseline::WholeRun))
+        .column_groups(Some(
+            scored.iter().map(|&c| fm.columns[c].channel).collect(),
+        ));
     let Some(fitted) = fit_with(x.view(), &set, p.seed, 0, Baseline::WholeRun) else {
         out.notes
             .push("no detector could be fitted on this host's windows".to_string());

@@ -138,9 +138,10 @@ fn a_persistent_workload_step_is_one_regime_change_not_an_anomaly_storm() {
         .unwrap()
         .starts_with("A new regime since"));
     // Not a storm: the step's own windows are the change's, and what is left is the
-    // detectors' 1% contamination (a stray window or two of the 178 scored).
+    // detectors' 1% contamination: three independent detectors each flag about 1% of the 178
+    // scored windows, so at most about 3% are flagged by any of them.
     let flagged = of_type(lines, "window");
-    assert!(flagged.len() <= 3, "{} flagged windows", flagged.len());
+    assert!(flagged.len() <= 6, "{} flagged windows", flagged.len());
     for w in &flagged {
         let end = w["end_ms"].as_i64().unwrap();
         assert!(

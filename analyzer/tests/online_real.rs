@@ -10,7 +10,8 @@
 //! - each fault is flagged by at least two detectors in at least half of the windows that lie
 //!   wholly inside it, and the first such window ends within 5 s of the fault's start;
 //! - the flagged windows of a fault are attributed to the subsystem it loads;
-//! - in the quiet stretches, flags are as rare as the detectors' design makes them.
+//! - in the quiet stretches, flags are as rare as the detectors' design makes them, and at
+//!   most one run of them (one real transient of the host) would open an episode.
 //!
 //! A summary table (per stretch: windows, flagged, highest score / threshold per detector)
 //! is printed on stderr: `cargo nextest run -p reveal-analyzer --test online_real --no-capture`.
@@ -285,16 +286,32 @@ fn real_faults_are_flagged_and_quiet_stays_quiet() {
     let n_quiet = quiet_ws.len();
     let quiet_flagged = quiet_ws.iter().filter(|x| flagged(x)).count();
     let fraction = quiet_flagged as f64 / n_quiet.max(1) as f64;
-    // Two quiet windows in a row flagged: what opens an episode (an alert) by default.
-    let pairs = quiet_ws
-        .windows(2)
-        .filter(|p| p[1].end_ms - p[0].end_ms == w.stride_ms && flagged(p[0]) && flagged(p[1]))
-        .count();
-    // One transient is in every window that overlaps it: window / stride of them in a row,
-    // so one false episode of them makes window / stride - 1 consecutive pairs.
-    let max_pairs = (w.window_ms / w.stride_ms - 1) as usize;
+    // False episodes: runs of quiet flagged windows, as the episode tracker forms them (two in
+    // a row open one; a lull shorter than `close_after` windows does not end it). One real
+    // transient of the host (a kernel write-back, say) is at most one such run.
+    let close_after = EpisodeConfig::default().close_after as i64;
+    let mut runs = 0;
+    let mut run: Vec<i64> = Vec::new();
+    let mut count_run = |run: &mut Vec<i64>| {
+        let opens = run.windows(2).any(|p| p[1] - p[0] == w.stride_ms);
+        if opens {
+            runs += 1;
+        }
+        run.clear();
+    };
+    for x in quiet_ws.iter().filter(|x| flagged(x)) {
+        if run
+            .last()
+            .is_some_and(|last| x.end_ms - last > close_after * w.stride_ms)
+        {
+            count_run(&mut run);
+        }
+        run.push(x.end_ms);
+    }
+    count_run(&mut run);
+    let max_runs = 1;
     eprintln!(
-        "quiet: {quiet_flagged} of {n_quiet} windows flagged ({:.2}%, bound {:.0}%); {pairs} consecutive flagged pairs (bound {max_pairs})",
+        "quiet: {quiet_flagged} of {n_quiet} windows flagged ({:.2}%, bound {:.0}%); {runs} runs that would open an episode (bound {max_runs})",
         100.0 * fraction,
         100.0 * QUIET_FLAGGED_BOUND
     );
@@ -317,9 +334,9 @@ fn real_faults_are_flagged_and_quiet_stays_quiet() {
             "quiet: {quiet_flagged} of {n_quiet} windows flagged, bound {QUIET_FLAGGED_BOUND}"
         ));
     }
-    if pairs > max_pairs {
+    if runs > max_runs {
         failures.push(format!(
-            "quiet: {pairs} consecutive flagged pairs, bound {max_pairs}"
+            "quiet: {runs} runs of flagged windows would open episodes, bound {max_runs}"
         ));
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));

@@ -296,7 +296,7 @@ impl FaultIsolation {
 /// off-workload residual (a [`WorkloadModel`]).
 #[derive(Debug, Clone)]
 pub enum Standardizer {
-    Marginal(Scaler),
+    Marginal(Box<Scaler>),
     Residual(Box<WorkloadModel>),
 }
 
@@ -321,7 +321,11 @@ impl Standardizer {
             Scaling::Residual { max_rank, tails } => Standardizer::Residual(Box::new(
                 WorkloadModel::fit(x, max_rank, seed, tails, floors.cloned())?,
             )),
-            other => Standardizer::Marginal(Scaler::fit_floored(x, other, floors.map(|f| &f[..]))?),
+            other => Standardizer::Marginal(Box::new(Scaler::fit_floored(
+                x,
+                other,
+                floors.map(|f| &f[..]),
+            )?)),
         })
     }
 

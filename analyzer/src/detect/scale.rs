@@ -33,6 +33,15 @@ pub enum Scaling {
         #[serde(default)]
         tails: bool,
     },
+    /// The default: median centre, and on each side of it the larger of the normal-consistent
+    /// MAD and the spread of the baseline's *bulk* on that side, `(q98 − median) / 2.054`
+    /// above and `(median − q2) / 2.054` below (2.054 = Φ⁻¹(0.98), so both are σ for normal
+    /// data). A value the bulk of the baseline reaches is within about 2 of the centre; a
+    /// burst in fewer than 2% of the baseline windows sets neither the centre nor the scale.
+    /// Deviations are linear (never compressed), so a load twenty times larger scores twenty
+    /// times higher. A column that moves in fewer than 2% of windows gets the sparse-column
+    /// scale of `Robust`.
+    Bulk,
 }
 
 /// 1 / Φ⁻¹(3/4): makes the MAD a consistent estimate of σ for normal data.
@@ -41,6 +50,11 @@ const MAD_TO_SIGMA: f64 = 1.482_602_218_505_602;
 const MEAN_AD_TO_SIGMA: f64 = 1.253_314_137_315_500_3;
 /// |z| beyond which deviations are compressed logarithmically (see [`compress`]).
 pub const Z_KNEE: f64 = 10.0;
+/// Quantile that bounds the bulk of a column on each side (`Scaling::Bulk`): 2% of the
+/// baseline windows may lie beyond it without moving the scale.
+pub const BULK_QUANTILE: f64 = 0.98;
+/// Φ⁻¹([`BULK_QUANTILE`]): the bulk's reach in σ for normal data.
+const BULK_SIGMAS: f64 = 2.053_748_910_631_823;
 /// A spread below this fraction of a column's magnitude is rounding noise.
 const RELATIVE_NOISE: f64 = 1e-12;
 
@@ -54,6 +68,8 @@ pub struct Scaler {
     /// Per used column, for `RobustTails` and `Residual` with tails only: deviations
     /// measured against the baseline's own tails ([`Tails`]).
     tails: Option<Vec<Tails>>,
+    /// Per used column, for `Bulk` only: the scale below the centre (`scale` is the one above).
+    scale_lo: Option<Array1<f64>>,
 }
 
 impl Scaler {
@@ -83,7 +99,9 @@ impl Scaler {
             scaling,
             Scaling::RobustTails | Scaling::Residual { tails: true, .. }
         );
+        let bulk = scaling == Scaling::Bulk;
         let mut tails = Vec::new();
+        let mut scale_lo = Vec::new();
         for (j, col) in x.axis_iter(Axis(1)).enumerate() {
             buf.clear();
             buf.extend(col.iter().copied().filter(|v| v.is_finite()));
@@ -92,23 +110,31 @@ impl Scaler {
                 status.push(ColumnStatus::NonFinite { count: bad });
                 continue;
             }
-            if with_tails {
+            if with_tails || bulk {
                 sorted.clear();
                 sorted.extend_from_slice(&buf);
                 sorted.sort_unstable_by(f64::total_cmp);
             }
-            let (c, s) = match scaling {
-                Scaling::Standard => mean_std(&buf),
-                Scaling::Robust | Scaling::RobustTails | Scaling::Residual { .. } => {
-                    median_spread(&mut buf)
+            let (c, s, lo) = match scaling {
+                Scaling::Standard => {
+                    let (c, s) = mean_std(&buf);
+                    (c, s, s)
                 }
+                Scaling::Robust | Scaling::RobustTails | Scaling::Residual { .. } => {
+                    let (c, s) = median_spread(&mut buf);
+                    (c, s, s)
+                }
+                Scaling::Bulk => bulk_spread(&sorted, &mut buf),
             };
             let floor = floors.map_or(0.0, |f| f[j]);
-            let s = if floor > 0.0 && floor.is_finite() {
-                s.max(floor)
+            let (s, lo) = if floor > 0.0 && floor.is_finite() {
+                (s.max(floor), lo.max(floor))
             } else {
-                s
+                (s, lo)
             };
+            // A column that only ever moves upward (a rate resting at zero) has no spread
+            // below its centre: a fall is measured with the spread above it.
+            let lo = if lo > RELATIVE_NOISE * c.abs() { lo } else { s };
             // Written so that a NaN spread (overflowing sums) also counts as unusable.
             let spread_ok = s.is_finite() && s > RELATIVE_NOISE * c.abs();
             if !spread_ok {
@@ -122,6 +148,7 @@ impl Scaler {
             used.push(j);
             center.push(c);
             scale.push(s);
+            scale_lo.push(lo);
         }
         if used.is_empty() {
             return Err(DetectError::NoUsableFeature { total: x.ncols() });
@@ -132,6 +159,7 @@ impl Scaler {
             center: Array1::from(center),
             scale: Array1::from(scale),
             tails: with_tails.then_some(tails),
+            scale_lo: bulk.then(|| Array1::from(scale_lo)),
         })
     }
 
@@ -160,6 +188,10 @@ impl Scaler {
             return 0.0;
         }
         let d = v - self.center[k];
+        if let Some(lo) = &self.scale_lo {
+            let s = if d >= 0.0 { self.scale[k] } else { lo[k] };
+            return compress(d / s);
+        }
         let linear = d / self.scale[k];
         match &self.tails {
             Some(t) if linear.is_finite() => compress(t[k].z(d, linear)),
@@ -211,6 +243,21 @@ fn mean_std(v: &[f64]) -> (f64, f64) {
     let mean = v.iter().sum::<f64>() / n;
     let var = v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n;
     (mean, var.sqrt())
+}
+
+/// `Scaling::Bulk`: the median, and the scale above and below it (see the variant). `sorted`
+/// holds the column's finite values in order; `buf` the same values (it is reordered).
+fn bulk_spread(sorted: &[f64], buf: &mut [f64]) -> (f64, f64, f64) {
+    let (med, mad) = median_spread(buf);
+    let n = sorted.len();
+    let at = |q: f64| {
+        let pos = q * (n - 1) as f64;
+        let (i, f) = (pos.floor() as usize, pos.fract());
+        sorted[i] + (sorted[(i + 1).min(n - 1)] - sorted[i]) * f
+    };
+    let up = (at(BULK_QUANTILE) - med) / BULK_SIGMAS;
+    let down = (med - at(1.0 - BULK_QUANTILE)) / BULK_SIGMAS;
+    (med, mad.max(up), mad.max(down))
 }
 
 /// Median and a robust σ estimate; reorders `v`.

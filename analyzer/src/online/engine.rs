@@ -463,7 +463,8 @@ fn maybe_fit(
         .detectors
         .clone()
         .unwrap_or_else(|| adapted(x.nrows(), x.ncols(), Baseline::Trailing))
-        .column_floors(event_floors(&host.layout));
+        .column_floors(event_floors(&host.layout))
+        .column_groups(Some(channel_groups(&host.layout)));
     let fitted = fit_with(x.view(), &set, p.seed, end, Baseline::Trailing);
     metrics.phase("fit", t0.elapsed().as_secs_f64());
     let Some(fitted) = fitted else {
@@ -482,6 +483,18 @@ fn maybe_fit(
 /// drops and retransmissions are zero on a healthy host; without a floor such a column is
 /// constant in the baseline, left out of the model, and its first events go unseen.
 const ONE_EVENT: f64 = 1.0;
+
+/// Channel of each layout column, numbered in order of appearance (the forest's coordinates).
+fn channel_groups(layout: &[Col]) -> std::sync::Arc<[usize]> {
+    let mut ids: HashMap<&str, usize> = HashMap::new();
+    layout
+        .iter()
+        .map(|c| {
+            let next = ids.len();
+            *ids.entry(c.channel.as_str()).or_insert(next)
+        })
+        .collect()
+}
 
 /// Least scale per layout column (see `Scaler::fit_floored`); `None` without event channels.
 fn event_floors(layout: &[Col]) -> Option<std::sync::Arc<[f64]>> {
@@ -505,7 +518,8 @@ fn score_window(host: &str, end_ms: i64, row: &[f64], f: &Fitted, layout: &[Col]
     let mut scores = Vec::with_capacity(f.detectors.len());
     let mut flagged = Vec::new();
     let mut share: BTreeMap<&'static str, f64> = BTreeMap::new();
-    let mut pairs: Vec<(usize, f64, f64)> = Vec::new();
+    // Per feature: how many flagging detectors cite it, their summed shares, and its z.
+    let mut pairs: Vec<(usize, u32, f64, f64)> = Vec::new();
     for (d, thr) in &f.detectors {
         let s = d.score(x.view());
         scores.push((d.name(), crate::detect::relative(s, *thr)));
@@ -515,7 +529,16 @@ fn score_window(host: &str, end_ms: i64, row: &[f64], f: &Fitted, layout: &[Col]
                 if let Some(col) = layout.get(a.feature) {
                     *share.entry(col.subsystem.as_str()).or_default() += a.contribution;
                 }
-                pairs.push((a.feature, a.contribution, a.z));
+                match pairs.iter_mut().find(|p| p.0 == a.feature) {
+                    Some(p) => {
+                        p.1 += 1;
+                        p.2 += a.contribution;
+                        if a.z.abs() > p.3.abs() {
+                            p.3 = a.z;
+                        }
+                    }
+                    None => pairs.push((a.feature, 1, a.contribution, a.z)),
+                }
             }
         }
     }
@@ -531,10 +554,12 @@ fn score_window(host: &str, end_ms: i64, row: &[f64], f: &Fitted, layout: &[Col]
             )
         })
         .collect();
-    pairs.sort_by(|a, b| b.1.total_cmp(&a.1));
+    // Evidence that several detectors cite leads: one detector's flag on one feature (a
+    // heavy-tailed statistic of a near-idle channel) does not speak for the window.
+    pairs.sort_by(|a, b| b.1.cmp(&a.1).then(b.2.total_cmp(&a.2)));
     let ranked: Vec<(String, String)> = pairs
         .iter()
-        .filter_map(|(j, _, z)| {
+        .filter_map(|(j, _, _, z)| {
             layout
                 .get(*j)
                 .map(|c| (c.subsystem.as_str().to_string(), claim(c, *z)))

@@ -13,7 +13,6 @@
 
 use ndarray::{Array2, ArrayView2, Axis};
 
-use crate::detect::scale::Scaling;
 use crate::detect::{percentile, Detector, DetectorsConfig, Fit};
 
 /// The percentile the detectors flag above (1% contamination, DESIGN "Detectors").
@@ -40,36 +39,10 @@ pub enum Baseline {
     Trailing,
 }
 
-/// The detector set for a baseline of `rows` windows × `cols` features: the defaults, except
-/// that the workload-residual standardization of the z-score and the forest needs a baseline
-/// wide and long enough to tell the workload's components from the rest. With at most
-/// `max_rank` components, a baseline with fewer than twice that many features, or fewer than
-/// four windows per component, is explained entirely by them — every residual is then noise
-/// and every score near zero. Such baselines (a narrow metric set, a short warm-up) are
-/// scaled per feature instead. A [`Baseline::Trailing`] baseline scales with its tails.
-pub fn adapted(rows: usize, cols: usize, baseline: Baseline) -> DetectorsConfig {
-    let tails = baseline == Baseline::Trailing;
-    let robust = if tails {
-        Scaling::RobustTails
-    } else {
-        Scaling::Robust
-    };
-    let mut set = DetectorsConfig::default();
-    for scaling in [
-        &mut set.zscore.scaling,
-        &mut set.iforest.scaling,
-        &mut set.pca.scaling,
-    ] {
-        *scaling = match *scaling {
-            Scaling::Residual { max_rank, .. } if cols < 2 * max_rank || rows < 4 * max_rank => {
-                robust
-            }
-            Scaling::Residual { max_rank, .. } => Scaling::Residual { max_rank, tails },
-            Scaling::Robust => robust,
-            other => other,
-        };
-    }
-    set
+/// The detector set used when the configuration names none: the defaults
+/// ([`DetectorsConfig::default`]), whatever the baseline's size or kind.
+pub fn adapted(_rows: usize, _cols: usize, _baseline: Baseline) -> DetectorsConfig {
+    DetectorsConfig::default()
 }
 
 /// Fold of each row for cross-fitting: blocks of `n / 20` consecutive windows (at least 1),
@@ -101,40 +74,56 @@ pub fn fit(x: ArrayView2<f64>, seed: u64, at_ms: i64) -> Option<Fitted> {
     )
 }
 
-/// Fits each detector of `set` on `t`, one by one when the set cannot be fitted together.
-fn fit_set(set: &DetectorsConfig, t: ArrayView2<f64>, log: bool) -> Vec<Box<dyn Detector>> {
-    match set.fit(t) {
-        Ok(d) => d,
-        Err(e) => {
-            // One detector that cannot fit (too few windows for its subsample, say) must not
-            // leave the host unwatched: fit the others alone.
-            if log {
-                tracing::warn!(error = %e, "detector set not fitted together; fitting one by one");
-            }
-            let mut d: Vec<Box<dyn Detector>> = Vec::new();
-            let mut keep =
-                |name: &str, r: Result<Box<dyn Detector>, crate::detect::DetectError>| match r {
-                    Ok(m) => d.push(m),
-                    Err(e) if log => tracing::warn!(error = %e, "{name} not fitted"),
-                    Err(_) => {}
-                };
-            keep("zscore", set.zscore.fit(t).map(|m| Box::new(m) as _));
-            keep("pca", set.pca.fit(t).map(|m| Box::new(m) as _));
-            keep("iforest", set.iforest.fit(t).map(|m| Box::new(m) as _));
-            d
-        }
-    }
+/// Most of a baseline that trimming may drop, the share the bulk scaling already ignores
+/// (`Scaling::Bulk`): a pattern in more windows than this is the host's routine, not a
+/// transient, and stays (trimmed, every recurrence of it would be flagged).
+pub const MAX_TRIMMED: f64 = 1.0 - crate::detect::scale::BULK_QUANTILE;
+
+/// Rows of a baseline kept after trimming its transients: those whose score is at most
+/// Tukey's far-out fence of the baseline's scores, q75 + 3 × (q75 − q25), and at least
+/// `1 − MAX_TRIMMED` of the rows (the lowest-scoring ones when more lie beyond the fence).
+pub fn trimmed_rows(scores: &[f64]) -> Vec<usize> {
+    let n = scores.len();
+    let (q25, q75) = (percentile(scores, 25.0), percentile(scores, 75.0));
+    let fence = q75 + 3.0 * (q75 - q25);
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&a, &b| scores[a].total_cmp(&scores[b]));
+    let least = n - ((n as f64 * MAX_TRIMMED).floor() as usize).min(n);
+    let within = order.iter().take_while(|&&i| scores[i] <= fence).count();
+    let mut keep: Vec<usize> = order[..within.max(least)].to_vec();
+    keep.sort_unstable();
+    keep
 }
 
-/// [`fit`] with explicit detector parameters.
+/// One detector of `set`, by name, fitted on `t`.
+fn fit_one(
+    set: &DetectorsConfig,
+    name: &str,
+    t: ArrayView2<f64>,
+) -> Result<Box<dyn Detector>, crate::detect::DetectError> {
+    Ok(match name {
+        "zscore" => Box::new(set.zscore.fit(t)?),
+        "pca" => Box::new(set.pca.fit(t)?),
+        _ => Box::new(set.iforest.fit(t)?),
+    })
+}
+
+/// Names of the detectors, in the order they are reported.
+pub const DETECTORS: [&str; 3] = ["zscore", "pca", "iforest"];
+
+/// [`fit`] with explicit detector parameters: each detector is fitted on its own, with its
+/// own model, its own trimmed baseline and its own threshold (DESIGN "Detectors").
 ///
-/// The models are fitted on every baseline window. On a [`Baseline::WholeRun`] the windows
-/// scored are the ones fitted on, and each detector's own threshold (a percentile of its
-/// baseline scores, DESIGN "Detectors") is used. On a [`Baseline::Trailing`] one the windows
-/// scored are new, so the thresholds are cross-fitted: each of [`FOLDS`] folds is scored by
-/// models fitted on the other folds, so every baseline window gets an out-of-sample score, as
-/// a new window will; the threshold is the larger of the detector's own and the same
-/// percentile of those scores.
+/// 1. **Trim** (when `set.trim`): fit on every baseline window, score them, and drop the
+///    windows beyond the far-out fence of those scores ([`trimmed_rows`]); refit on the
+///    rest. A burst that the baseline saw once does not set the bar for the next.
+/// 2. **Threshold**: the configured percentile (99th) of the model's scores on its trimmed
+///    baseline. On a [`Baseline::Trailing`] one the windows scored later are new, so the
+///    threshold is cross-fitted: each of [`FOLDS`] folds is scored by a model fitted on the
+///    other folds, so every baseline window gets an out-of-sample score, as a new window
+///    will; the threshold is the larger of the in-sample and the out-of-sample percentile.
+///
+/// A detector that cannot be fitted is left out and logged; `None` when none could.
 pub fn fit_with(
     x: ArrayView2<f64>,
     set: &DetectorsConfig,
@@ -143,36 +132,51 @@ pub fn fit_with(
     baseline: Baseline,
 ) -> Option<Fitted> {
     let set = set.clone().seed(seed);
-    let detectors = fit_set(&set, x, true);
+    let mut detectors: Vec<(Box<dyn Detector>, f64)> = Vec::new();
+    for name in DETECTORS {
+        let first = match fit_one(&set, name, x) {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::warn!(error = %e, "{name} not fitted");
+                continue;
+            }
+        };
+        let (model, base) = if set.trim {
+            let keep = trimmed_rows(&first.score_many(x).to_vec());
+            if keep.len() < x.nrows() {
+                let kept = x.select(Axis(0), &keep);
+                match fit_one(&set, name, kept.view()) {
+                    Ok(m) => (m, kept),
+                    Err(_) => (first, x.to_owned()),
+                }
+            } else {
+                (first, x.to_owned())
+            }
+        } else {
+            (first, x.to_owned())
+        };
+        let mut held = Vec::new();
+        if baseline == Baseline::Trailing {
+            let fold = folds(base.nrows());
+            for f in 0..FOLDS {
+                let (train, calib) = (
+                    rows(base.view(), &fold, |g| g != f),
+                    rows(base.view(), &fold, |g| g == f),
+                );
+                if calib.nrows() == 0 || train.nrows() < 2 {
+                    continue;
+                }
+                if let Ok(m) = fit_one(&set, name, train.view()) {
+                    held.extend(m.score_many(calib.view()).iter().copied());
+                }
+            }
+        }
+        let thr = model.threshold().max(percentile(&held, PERCENTILE));
+        detectors.push((model, thr));
+    }
     if detectors.is_empty() {
         return None;
     }
-    let fold = folds(x.nrows());
-    let mut held: Vec<Vec<f64>> = vec![Vec::new(); detectors.len()];
-    let folds_used = if baseline == Baseline::Trailing {
-        FOLDS
-    } else {
-        0
-    };
-    for f in 0..folds_used {
-        let (train, calib) = (rows(x, &fold, |g| g != f), rows(x, &fold, |g| g == f));
-        if calib.nrows() == 0 || train.nrows() < 2 {
-            continue;
-        }
-        for m in fit_set(&set, train.view(), false) {
-            if let Some(k) = detectors.iter().position(|d| d.name() == m.name()) {
-                held[k].extend(m.score_many(calib.view()).iter().copied());
-            }
-        }
-    }
-    let detectors = detectors
-        .into_iter()
-        .zip(held)
-        .map(|(d, held)| {
-            let thr = d.threshold().max(percentile(&held, PERCENTILE));
-            (d, thr)
-        })
-        .collect();
     Some(Fitted {
         detectors,
         width: x.ncols(),
@@ -185,24 +189,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn residual_scaling_only_where_the_baseline_can_carry_it() {
-        let narrow = adapted(1800, 48, Baseline::WholeRun);
-        assert_eq!(narrow.zscore.scaling, Scaling::Robust);
-        assert_eq!(narrow.iforest.scaling, Scaling::Robust);
-        let short = adapted(100, 2100, Baseline::Trailing);
-        assert_eq!(short.zscore.scaling, Scaling::RobustTails);
-        assert_eq!(short.iforest.scaling, Scaling::RobustTails);
-        let run = adapted(1800, 2100, Baseline::WholeRun);
-        assert_eq!(run, DetectorsConfig::default());
-        let wide = adapted(1800, 2100, Baseline::Trailing);
-        let residual = Scaling::Residual {
-            max_rank: 64,
-            tails: true,
-        };
-        assert_eq!(wide.zscore.scaling, residual);
-        assert_eq!(wide.iforest.scaling, residual);
-        // PCA models the workload itself, and shares the z-score's workload model.
-        assert_eq!(wide.pca.scaling, Scaling::RobustTails);
+    fn trimming_drops_far_out_windows_but_never_the_bulk() {
+        // 1000 ordinary scores, and a burst of 12 windows far above them.
+        let mut scores: Vec<f64> = (0..1000).map(|i| 1.0 + (i % 10) as f64 * 0.1).collect();
+        scores.extend(std::iter::repeat_n(50.0, 12));
+        let keep = trimmed_rows(&scores);
+        assert_eq!(keep.len(), 1000);
+        assert!(keep.iter().all(|&i| i < 1000));
+        // A routine pattern in 30% of the windows is inside the fence: the host's normal.
+        let mut routine: Vec<f64> = vec![1.0; 700];
+        routine.extend(std::iter::repeat_n(9.0, 300));
+        assert_eq!(trimmed_rows(&routine).len(), 1000);
+        // More than 2% beyond the fence (a recurring pattern): only the highest 2% goes.
+        let mut many: Vec<f64> = vec![1.0; 950];
+        many.extend((0..50).map(|i| 100.0 + i as f64));
+        let keep = trimmed_rows(&many);
+        assert_eq!(keep.len(), 980);
+        assert!(keep[..950].iter().enumerate().all(|(i, &k)| i == k));
+        assert_eq!(keep[979], 979);
+        // Nothing beyond the fence: everything stays.
+        assert_eq!(trimmed_rows(&[1.0, 2.0, 3.0, 4.0]).len(), 4);
     }
 
     #[test]

@@ -16,6 +16,9 @@ pub struct IForestModel {
     /// Per embedded coordinate, the baseline median that lower values are
     /// raised to (empty: none).
     floor: Vec<f64>,
+    /// `Channels` input: per used column, its coordinate; and the number of coordinates.
+    groups: Vec<usize>,
+    n_groups: usize,
     /// c(ψ) for the subsample size used.
     norm: f64,
     threshold: f64,
@@ -28,9 +31,15 @@ impl IForestModel {
             input: p.input,
             trees: Vec::with_capacity(p.n_trees),
             floor: Vec::new(),
+            groups: Vec::new(),
+            n_groups: 0,
             norm: 1.0,
             threshold: 0.0,
         };
+        if let ForestInput::Channels = p.input {
+            (model.groups, model.n_groups) =
+                coordinates(model.std.used(), p.column_groups.as_deref());
+        }
         let n = x.nrows();
         let width = model.width();
         let mut data = Vec::with_capacity(n * width);
@@ -87,6 +96,7 @@ impl IForestModel {
         match self.input {
             ForestInput::Features => used,
             ForestInput::TopZ { m } | ForestInput::TopZEvidence { m } => m.min(used),
+            ForestInput::Channels => self.n_groups,
         }
     }
 
@@ -100,6 +110,25 @@ impl IForestModel {
                 if let Some(r) = ranks {
                     r.clear();
                     r.extend(0..out.len());
+                }
+            }
+            ForestInput::Channels => {
+                // Per coordinate, its largest |z| and the used column that holds it.
+                let mut best = vec![(0.0f64, usize::MAX); self.n_groups];
+                for (k, &v) in z.iter().enumerate() {
+                    let b = &mut best[self.groups[k]];
+                    if b.1 == usize::MAX || v.abs() > b.0 {
+                        *b = (v.abs(), k);
+                    }
+                }
+                out.clear();
+                out.extend(best.iter().map(|b| b.0));
+                for (v, f) in out.iter_mut().zip(&self.floor) {
+                    *v = v.max(*f);
+                }
+                if let Some(r) = ranks {
+                    r.clear();
+                    r.extend(best.iter().map(|b| b.1));
                 }
             }
             ForestInput::TopZ { m } | ForestInput::TopZEvidence { m } => {
@@ -138,6 +167,25 @@ impl IForestModel {
             self.trees.iter().map(|t| t.path_length(v)).sum::<f64>() / self.trees.len() as f64;
         (-mean / self.norm).exp2()
     }
+}
+
+/// Coordinates of `Channels` input: per used column (original indices `used`), the index of
+/// its channel among the channels of the used columns, numbered in order of appearance, and
+/// how many there are. Without `groups` (or of another width), each column is its own channel.
+fn coordinates(used: &[usize], groups: Option<&[usize]>) -> (Vec<usize>, usize) {
+    let mut ids: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
+    let of = |j: usize| match groups {
+        Some(g) if j < g.len() => g[j],
+        _ => j,
+    };
+    let coords: Vec<usize> = used
+        .iter()
+        .map(|&j| {
+            let next = ids.len();
+            *ids.entry(of(j)).or_insert(next)
+        })
+        .collect();
+    (coords, ids.len())
 }
 
 impl Detector for IForestModel {
@@ -182,8 +230,8 @@ impl Detector for IForestModel {
                         below = v[i];
                         weight[rank] += isolation * sq / v[dim];
                     }
-                } else {
-                    weight[ranks[dim]] += isolation;
+                } else if let Some(&k) = ranks.get(dim).filter(|k| **k != usize::MAX) {
+                    weight[k] += isolation;
                 }
             });
         }
@@ -224,7 +272,7 @@ impl Detector for IForestModel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::detect::iforest::IForestParams;
+    use crate::detect::iforest::{ForestInput, IForestParams};
     use crate::detect::linalg::standard_normal;
     use crate::detect::Fit;
     use ndarray::Array2;
@@ -255,7 +303,9 @@ mod tests {
         let m = IForestParams::literal().fit(x.view()).unwrap();
         assert_eq!(m.attribute(x.row(0), 1)[0].feature, 2);
         // Ranks of the window's top |z| map back to its features.
-        let top_z = IForestParams::default().scaling(crate::detect::scale::Scaling::Robust);
+        let top_z = IForestParams::default()
+            .scaling(crate::detect::scale::Scaling::Robust)
+            .input(ForestInput::TopZEvidence { m: 5 });
         let m = top_z.fit(x.view()).unwrap();
         assert_eq!(m.attribute(x.row(0), 1)[0].feature, 2);
     }
@@ -265,7 +315,9 @@ mod tests {
         let mut x = gaussian(300, 8);
         x[[0, 5]] = 7.0;
         x[[0, 1]] = -5.0;
-        let p = IForestParams::default().scaling(crate::detect::scale::Scaling::Robust);
+        let p = IForestParams::default()
+            .scaling(crate::detect::scale::Scaling::Robust)
+            .input(ForestInput::TopZEvidence { m: 5 });
         let m = p.fit(x.view()).unwrap();
         let (mut v, mut ranks) = (Vec::new(), Vec::new());
         let z = m.std.transform_row(x.row(0));
@@ -297,6 +349,32 @@ mod tests {
             "{} {median}",
             m.score(calm.view())
         );
+    }
+
+    #[test]
+    fn channel_input_takes_each_channels_largest_deviation() {
+        // Six columns in three channels (0,0,1,1,2,2); one window moves channel 1's second
+        // column far out.
+        let mut x = gaussian(400, 6);
+        x[[0, 3]] = 12.0;
+        let groups: std::sync::Arc<[usize]> = vec![0, 0, 1, 1, 2, 2].into();
+        let p = IForestParams {
+            column_groups: Some(groups),
+            ..IForestParams::default()
+        };
+        let m = p.fit(x.view()).unwrap();
+        let (mut v, mut ranks) = (Vec::new(), Vec::new());
+        let z = m.std.transform_row(x.row(0));
+        m.embed_z(z.view(), &mut v, Some(&mut ranks));
+        assert_eq!(v.len(), 3);
+        assert_eq!(ranks[1], 3);
+        assert!((v[1] - z[3].abs()).abs() < 1e-12);
+        assert!(m.score(x.row(0)) > m.threshold());
+        assert_eq!(m.attribute(x.row(0), 1)[0].feature, 3);
+        // Without groups, each column is its own coordinate.
+        let alone = IForestParams::default().fit(x.view()).unwrap();
+        alone.embed_z(z.view(), &mut v, None);
+        assert_eq!(v.len(), 6);
     }
 
     #[test]

@@ -27,6 +27,13 @@ pub enum ForestInput {
     /// on coordinate j among those j features by their squares. One-sided
     /// as `TopZ`.
     TopZEvidence { m: usize },
+    /// The default: one coordinate per channel, its largest |z| over the channel's features
+    /// (channels from [`IForestParams::column_groups`]; without them, one per feature), raised
+    /// to its baseline median as `TopZ` is (one-sided). Tens of channels rather than
+    /// thousands of features, so a tree's random splits do pick the channels that moved, and
+    /// the forest isolates unusual *combinations* of busy channels (both CPUs busy where one
+    /// at a time is the routine) that a per-feature score does not see.
+    Channels,
 }
 
 /// Parameters of the Isolation Forest detector.
@@ -55,40 +62,19 @@ pub struct IForestParams {
     /// what each column measures, never read from a configuration file.
     #[serde(skip)]
     pub column_floors: Option<std::sync::Arc<[f64]>>,
+    /// Channel of each column, for `ForestInput::Channels`; set by the analyzer from its
+    /// layout, never read from a configuration file.
+    #[serde(skip)]
+    pub column_groups: Option<std::sync::Arc<[usize]>>,
 }
 
 impl Default for IForestParams {
-    /// For thousands of features of which a handful move. On all features
-    /// (the literal input) a tree's few random splits almost never pick a
-    /// moved one, so the trees see a per-window summary of the largest
-    /// off-workload deviations, built on two principles:
-    /// - One-sided isolation. The summary is made of magnitudes, and a
-    ///   window calmer than usual is no anomaly; isolation is two-sided, so
-    ///   on raw magnitudes the calm tail is isolated as early as the
-    ///   deviating one and ranks above the slightly moved windows. Each
-    ///   coordinate is raised to its baseline median.
-    /// - Evidence per sparsity: coordinate j is Σᵢ≤ⱼ z₍ᵢ₎², the generalized
-    ///   likelihood-ratio statistic of "some j features shifted" under
-    ///   independent Gaussian residuals, so every coordinate grows with a
-    ///   moved feature (the plain sorted |z| of `TopZ` spends its trailing
-    ///   ranks on noise once fewer than `m` features moved).
-    ///
-    /// Five is "a handful", not fitted to data. The one-sided floor is what
-    /// matters. 3 channels × 1.5σ, ROC-AUC of the forest: with the quality
-    /// test's shape (200 channels, data seeds 7–11) 0.75–0.91 two-sided
-    /// (`TopZ` without the floor), 0.87–0.96 now, level with the z-score's
-    /// top-5 mean on the same input (0.88–0.96); with the benchmark's shape
-    /// (700 channels, `benches/detectors.rs`, seeds 1–3) 0.80 two-sided on
-    /// seed 1, 0.852 / 0.858 / 0.824 now (z-score 0.874 / 0.858 / 0.840).
-    /// `TopZ` with the floor scores about the same (0.851 / 0.855 / 0.838);
-    /// the evidence form was a little steadier in the data-seed sweeps.
+    /// The default of the analyzer (`docs/detection.md`): bulk-scaled features, one
+    /// coordinate per channel ([`ForestInput::Channels`]), scikit-learn's forest otherwise.
     fn default() -> Self {
         IForestParams {
-            scaling: Scaling::Residual {
-                max_rank: 64,
-                tails: false,
-            },
-            input: ForestInput::TopZEvidence { m: 5 },
+            scaling: Scaling::Bulk,
+            input: ForestInput::Channels,
             ..IForestParams::literal()
         }
     }
@@ -105,6 +91,7 @@ impl IForestParams {
             threshold_percentile: 99.0,
             seed: 0,
             column_floors: None,
+            column_groups: None,
         }
     }
 

@@ -92,11 +92,21 @@ impl PcaModel {
             for (j, col) in r.axis_iter(Axis(1)).enumerate() {
                 buf.clear();
                 buf.extend(col.iter().copied());
+                let constant = buf.iter().all(|v| v.abs() <= 1e-12);
                 let (c, s) = median_spread(&mut buf);
                 center[j] = c;
                 // A residual at rounding level means the feature is a
-                // combination of others: nothing of its own to watch.
-                scale[j] = if s > 1e-9 { s } else { 0.0 };
+                // combination of others: nothing of its own to watch. A column
+                // that never moved in the baseline but is kept by its least
+                // scale (an event channel) is watched in that unit: its first
+                // event is a residual of one.
+                scale[j] = if s > 1e-9 {
+                    s
+                } else if constant && z.column(j).iter().all(|v| v.abs() <= 1e-12) {
+                    1.0
+                } else {
+                    0.0
+                };
             }
             model.isolation = Some(FaultIsolation::new(&model.components, &scale));
             model.residual = Some((center, scale));

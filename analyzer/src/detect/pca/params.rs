@@ -44,7 +44,7 @@ pub enum PcaScore {
 ///
 /// | parameter | [`PcaParams::default`] | [`PcaParams::literal`] |
 /// | --- | --- | --- |
-/// | `scaling` | `Robust` | `Standard` |
+/// | `scaling` | `Bulk` | `Standard` |
 /// | `components` | `Signal { max_rank: 64 }` | `Variance(0.95)` |
 /// | `solver` | `Randomized { power_iters: 2 }` | `Full` |
 /// | `score` | `TopK(5)` | `Mahalanobis` |
@@ -68,7 +68,7 @@ pub struct PcaParams {
 impl Default for PcaParams {
     fn default() -> Self {
         PcaParams {
-            scaling: Scaling::Robust,
+            scaling: Scaling::Bulk,
             components: Components::Signal { max_rank: 64 },
             solver: Solver::Randomized { power_iters: 2 },
             score: PcaScore::TopK(5),

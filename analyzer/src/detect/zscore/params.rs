@@ -24,7 +24,7 @@ pub enum Aggregate {
 ///
 /// | parameter | [`ZScoreParams::default`] | [`ZScoreParams::literal`] |
 /// | --- | --- | --- |
-/// | `scaling` | `Residual { max_rank: 64 }` | `Standard` (mean, std) |
+/// | `scaling` | `Bulk` | `Standard` (mean, std) |
 /// | `aggregate` | `TopK(5)` | `Mean` |
 /// | `threshold_percentile` | 99 | 99 |
 /// | `seed` | 0 | 0 (unused) |
@@ -43,16 +43,13 @@ pub struct ZScoreParams {
 }
 
 impl Default for ZScoreParams {
-    /// Made for the case the paper's score misses: a fault moves a handful of
-    /// features out of thousands, often within their usual range but off
-    /// their usual relation to the rest. Five is "a handful"; it is not
-    /// fitted to data.
+    /// Made for the case the paper's mean misses: a fault moves a handful of
+    /// features out of thousands. Each feature is measured against the bulk
+    /// of its own baseline (`Scaling::Bulk`), and the score is the mean of
+    /// the five largest |z|. Five is "a handful"; it is not fitted to data.
     fn default() -> Self {
         ZScoreParams {
-            scaling: Scaling::Residual {
-                max_rank: 64,
-                tails: false,
-            },
+            scaling: Scaling::Bulk,
             aggregate: Aggregate::TopK(5),
             threshold_percentile: 99.0,
             seed: 0,
