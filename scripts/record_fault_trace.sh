@@ -27,6 +27,7 @@
 # Needs: cargo, prometheus, stress-ng, dd, curl, python3 with PyYAML
 # (scripts/requirements-record.txt).
 set -euo pipefail
+case "${1:-}" in -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;; esac
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT_DIR=${1:-$ROOT/analyzer/tests/fixtures/real}

@@ -177,7 +177,7 @@ fn every_rule_is_named_commented_and_unit_tested() {
     );
 }
 
-/// The README's rule table, generated from the rule files: the rule, its kind and the
+/// The rule table of docs/metrics.md, generated from the rule files: the rule, its kind and the
 /// comment above it.
 fn readme_rule_table() -> String {
     let mut out = String::from("| rule | kind | what it is |\n| --- | --- | --- |\n");
@@ -209,13 +209,16 @@ fn readme_rule_table() -> String {
 
 #[test]
 fn readme_rule_table_is_current() {
-    let readme_path = root().join("README.md");
+    let readme_path = root().join("docs/metrics.md");
     let readme = std::fs::read_to_string(&readme_path).unwrap();
     let (begin, end) = ("<!-- rules:begin -->\n", "<!-- rules:end -->");
-    let a = readme.find(begin).expect("README has <!-- rules:begin -->") + begin.len();
+    let a = readme
+        .find(begin)
+        .expect("docs/metrics.md has <!-- rules:begin -->")
+        + begin.len();
     let b = readme[a..]
         .find(end)
-        .expect("README has <!-- rules:end -->")
+        .expect("docs/metrics.md has <!-- rules:end -->")
         + a;
     let want = readme_rule_table();
     if std::env::var_os("UPDATE_README").is_some() {
@@ -229,6 +232,6 @@ fn readme_rule_table_is_current() {
     assert_eq!(
         &readme[a..b],
         want,
-        "README's rule table is stale: UPDATE_README=1 cargo nextest run -p reveal-e2e --test rules"
+        "docs/metrics.md's rule table is stale: UPDATE_README=1 cargo nextest run -p reveal-e2e --test rules"
     );
 }

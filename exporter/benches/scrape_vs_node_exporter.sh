@@ -6,6 +6,7 @@
 #      CPU seconds per scrape and % of one core.
 # Usage: exporter/benches/scrape_vs_node_exporter.sh   (env: INTERVAL=0.1 DURATION=60 REVEAL_BENCH_N=2000)
 set -euo pipefail
+case "${1:-}" in -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;; esac
 cd "$(dirname "$0")/../.."
 INTERVAL=${INTERVAL:-0.1}
 DURATION=${DURATION:-60}

@@ -1,7 +1,8 @@
 //! What a collector emits during one scrape: metric descriptors and samples.
 //!
 //! Descriptors are `const`s beside the collector that emits them, so names, units, kinds and
-//! HELP texts are fixed at compile time and the README's metric list is generated from them.
+//! HELP texts are fixed at compile time and the metric list of docs/metrics.md is generated
+//! from them.
 //! A [`Scrape`] is a reusable buffer: the runner gives each collector its own and clears it,
 //! keeping the allocations, before every update. Samples pushed with [`Scrape::push_values`]
 //! reuse the label strings of the samples cleared, so a steady scrape allocates nothing for

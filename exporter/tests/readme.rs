@@ -1,14 +1,17 @@
-//! The README's flag reference and metric list are generated from the code: this test fails
-//! when the blocks between the markers differ from what the binary prints.
-//! `UPDATE_README=1 cargo nextest run -p reveal-exporter --test readme` rewrites them.
+//! The documentation's flag reference (docs/exporter.md) and metric list (docs/metrics.md) are
+//! generated from the code: this test fails when the blocks between the markers differ from
+//! what the binary prints. `UPDATE_README=1 cargo nextest run -p reveal-exporter --test readme`
+//! rewrites them.
 
 use std::path::PathBuf;
 use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_reveal-exporter");
 
-fn readme_path() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../README.md")
+fn doc_path(page: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../docs")
+        .join(page)
 }
 
 fn run(arg: &str) -> String {
@@ -29,40 +32,55 @@ fn splice(readme: &str, name: &str, body: &str) -> String {
     );
     let b = readme
         .find(&begin)
-        .unwrap_or_else(|| panic!("README.md has no {begin:?} marker"));
+        .unwrap_or_else(|| panic!("the page has no {begin:?} marker"));
     let e = readme[b..]
         .find(&end)
-        .unwrap_or_else(|| panic!("README.md has no {end:?} marker"))
+        .unwrap_or_else(|| panic!("the page has no {end:?} marker"))
         + b;
     format!("{}{begin}{body}{}", &readme[..b], &readme[e..])
 }
 
-fn generated(readme: &str) -> String {
-    let flags = format!("```text\n{}```\n", run("--help"));
-    let metrics = run("--print-metrics");
-    splice(&splice(readme, "flags", &flags), "metrics", &metrics)
+/// Each generated block: the page it is in, its marker name, and what the binary prints.
+fn blocks() -> Vec<(&'static str, &'static str, String)> {
+    vec![
+        (
+            "exporter.md",
+            "flags",
+            format!("```text\n{}```\n", run("--help")),
+        ),
+        ("metrics.md", "metrics", run("--print-metrics")),
+    ]
 }
 
 #[test]
 fn readme_blocks_match_the_code() {
-    let path = readme_path();
-    let readme = std::fs::read_to_string(&path).unwrap();
-    let want = generated(&readme);
-    if std::env::var_os("UPDATE_README").is_some() {
-        std::fs::write(&path, &want).unwrap();
-        eprintln!("rewrote the generated blocks of {}", path.display());
-        return;
+    let mut stale = Vec::new();
+    for (page, name, body) in blocks() {
+        let path = doc_path(page);
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let want = splice(&text, name, &body);
+        if std::env::var_os("UPDATE_README").is_some() {
+            std::fs::write(&path, &want).unwrap();
+            eprintln!("rewrote the {name} block of {}", path.display());
+            continue;
+        }
+        if want != text {
+            let diff = similar::TextDiff::from_lines(&text, &want);
+            stale.push(
+                diff.unified_diff()
+                    .context_radius(1)
+                    .header(&format!("docs/{page}"), "generated")
+                    .to_string(),
+            );
+        }
     }
-    if want != readme {
-        let diff = similar::TextDiff::from_lines(&readme, &want);
-        panic!(
-            "README.md's generated blocks are stale; run UPDATE_README=1 cargo nextest run \
-             -p reveal-exporter --test readme\n{}",
-            diff.unified_diff()
-                .context_radius(1)
-                .header("README.md", "generated")
-        );
-    }
+    assert!(
+        stale.is_empty(),
+        "the documentation's generated blocks are stale; run UPDATE_README=1 cargo nextest run \
+         -p reveal-exporter --test readme\n{}",
+        stale.join("\n")
+    );
 }
 
 #[test]
