@@ -324,3 +324,29 @@ fn shipped_configs_read_only_metrics_the_exporter_has() {
         );
     }
 }
+
+#[test]
+fn detector_presets_by_name() {
+    let parse = |v: &str| {
+        Config::parse(
+            &(minimal() + &format!("analysis:\n  detectors: {v}\n")),
+            Path::new("m.yml"),
+        )
+    };
+    assert_eq!(
+        parse("literal").unwrap().analysis.detectors,
+        Some(crate::detect::DetectorsConfig::literal())
+    );
+    assert_eq!(
+        parse("default").unwrap().analysis.detectors,
+        Some(crate::detect::DetectorsConfig::default())
+    );
+    let e = parse("paper").unwrap_err();
+    assert!(e.msg.contains("unknown detector preset `paper`"), "{e}");
+    // The defaults as docs/analyzer-config.md writes them out.
+    let written = "\n    zscore:  {scaling: bulk, aggregate: !top_k 5, threshold_percentile: 99}\n    pca:     {scaling: bulk, components: !signal {max_rank: 64},\n              solver: !randomized {power_iters: 2}, score: !top_k 5, threshold_percentile: 99}\n    iforest: {n_trees: 100, max_samples: 256, scaling: bulk, input: channels,\n              threshold_percentile: 99}\n    trim: true";
+    assert_eq!(
+        parse(written).unwrap().analysis.detectors,
+        Some(crate::detect::DetectorsConfig::default())
+    );
+}
