@@ -7,7 +7,6 @@ use serde::Serialize;
 
 use crate::features::Feature;
 use crate::matrix::Subsystem;
-use crate::online::tracker::severity;
 use crate::pipeline::{Evidence, FlaggedWindow};
 
 /// One incident on one host.
@@ -111,7 +110,15 @@ fn episode(ws: &[FlaggedWindow]) -> Episode {
         end_ms: last.end_ms,
         windows: ws.len(),
         peak_agreement: peak,
-        severity: severity(peak),
+        severity: ws
+            .iter()
+            .map(|w| w.severity)
+            .max_by_key(|s| match *s {
+                "critical" => 2,
+                "warning" => 1,
+                _ => 0,
+            })
+            .unwrap_or("info"),
         detectors,
         subsystems,
         summary: top_evidence
@@ -157,7 +164,7 @@ mod tests {
                 .map(|s| s.to_string())
                 .collect(),
             agreement,
-            severity: severity(agreement),
+            severity: crate::online::tracker::severity(agreement, 1.5),
             scores: BTreeMap::new(),
             subsystems: vec![(sub, 1.0)],
             evidence: vec![Evidence {

@@ -57,6 +57,7 @@ impl WindowScore {
             end_ms: self.end_ms,
             agreement: self.agreement,
             detectors: self.detectors.clone(),
+            strength: tracker::strength(&self.scores, &self.detectors),
             subsystems: self.subsystems.clone(),
             summary: self.summary.clone(),
             description: self.description.clone(),

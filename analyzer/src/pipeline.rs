@@ -276,7 +276,13 @@ pub fn analyze_host(m: &HostMatrix, p: &AnalyzeParams) -> HostAnalysis {
             end_ms: w.end_ms,
             detectors: flagging.iter().map(|d| d.name().to_string()).collect(),
             agreement: flagging.len() as u32,
-            severity: severity(flagging.len() as u32),
+            severity: severity(
+                flagging.len() as u32,
+                flagging
+                    .iter()
+                    .map(|d| scores.get(d.name()).copied().unwrap_or(0.0))
+                    .fold(f64::INFINITY, f64::min),
+            ),
             scores,
             subsystems: subsystem_shares(&evidence),
             evidence,

@@ -28,6 +28,8 @@ pub struct Verdict {
     pub agreement: u32,
     /// Names of the detectors that flagged it.
     pub detectors: Vec<String>,
+    /// The smallest score / threshold among them ([`strength`]).
+    pub strength: f64,
     /// Share of the window's attribution per subsystem (sums to 1 when flagged).
     pub subsystems: Vec<(String, f64)>,
     /// The top claim, and the evidence behind it.
@@ -60,13 +62,38 @@ struct HostState {
 /// an alert of its own; the heaviest subsystem always does.
 pub const ALERT_SHARE: f64 = 0.25;
 
-/// Severity label from agreement: one detector is `info`, two `warning`, three `critical`.
-pub fn severity(agreement: u32) -> &'static str {
+/// Two agreeing detectors that are each at least this many times above their thresholds
+/// are as strong evidence as three.
+pub const STRONG: f64 = 3.0;
+
+/// Severity label from agreement and magnitude: one detector is `info`, two `warning`, three
+/// `critical`, and so are two that each score at least [`STRONG`] times their threshold.
+/// `strength` is the smallest score / threshold among the flagging detectors.
+pub fn severity(agreement: u32, strength: f64) -> &'static str {
     match agreement {
         0 | 1 => "info",
-        2 => "warning",
+        2 if !(strength >= STRONG) => "warning",
         _ => "critical",
     }
+}
+
+/// Rank of a severity label, for keeping an episode's highest.
+fn rank(severity: &str) -> u8 {
+    match severity {
+        "critical" => 2,
+        "warning" => 1,
+        _ => 0,
+    }
+}
+
+/// The smallest score / threshold among the detectors that flagged a window (0 if none).
+pub fn strength(scores: &[(impl AsRef<str>, f64)], flagging: &[String]) -> f64 {
+    scores
+        .iter()
+        .filter(|(n, _)| flagging.iter().any(|f| f == n.as_ref()))
+        .map(|(_, s)| *s)
+        .fold(None, |m: Option<f64>, s| Some(m.map_or(s, |m| m.min(s))))
+        .unwrap_or(0.0)
 }
 
 #[derive(Debug)]
@@ -107,9 +134,12 @@ impl Tracker {
             if flagged {
                 h.quiet = 0;
                 ep.last_flagged_ms = v.end_ms;
-                if v.agreement >= ep.peak_agreement {
-                    ep.peak_agreement = v.agreement;
-                    ep.severity = severity(v.agreement).to_string();
+                let sev = severity(v.agreement, v.strength);
+                if v.agreement >= ep.peak_agreement || rank(sev) > rank(&ep.severity) {
+                    ep.peak_agreement = ep.peak_agreement.max(v.agreement);
+                    if rank(sev) >= rank(&ep.severity) {
+                        ep.severity = sev.to_string();
+                    }
                     ep.summary = v.summary;
                     ep.description = v.description;
                     ep.detectors = v.detectors.join(",");
@@ -218,7 +248,12 @@ fn open_episode(windows: &[Verdict], window_ms: i64) -> OpenEpisode {
         subsystem,
         subsystems,
         claims,
-        severity: severity(best.agreement).to_string(),
+        severity: windows
+            .iter()
+            .map(|w| severity(w.agreement, w.strength))
+            .max_by_key(|s| rank(s))
+            .unwrap_or("info")
+            .to_string(),
         summary: best.summary.clone(),
         description: best.description.clone(),
         detectors: best.detectors.join(","),
@@ -245,6 +280,7 @@ mod tests {
                 .iter()
                 .map(|s| s.to_string())
                 .collect(),
+            strength: 1.5,
             subsystems: vec![(sub.into(), 1.0)],
             summary: format!("claim {end_s}"),
             description: String::new(),
@@ -280,6 +316,28 @@ mod tests {
         assert_eq!(ep.peak_agreement, 3);
         assert_eq!(ep.severity, "critical");
         assert_eq!(ep.id, "h@1000");
+    }
+
+    #[test]
+    fn severity_grows_with_agreement_and_magnitude() {
+        assert_eq!(severity(1, 50.0), "info");
+        assert_eq!(severity(2, 1.5), "warning");
+        assert_eq!(severity(2, STRONG), "critical");
+        assert_eq!(severity(3, 1.1), "critical");
+        assert_eq!(severity(2, f64::NAN), "warning");
+        let scores = [("zscore", 4.0), ("pca", 3.2), ("iforest", 0.8)];
+        let flagging = ["zscore".to_string(), "pca".to_string()];
+        assert_eq!(strength(&scores, &flagging), 3.2);
+        assert_eq!(strength(&scores, &[]), 0.0);
+        // An episode keeps its highest severity: two strong detectors raise it.
+        let mut t = Tracker::new(P);
+        let mut strong = v(3, 2, "cpu");
+        strong.strength = 5.0;
+        kinds(
+            &mut t,
+            vec![v(1, 2, "cpu"), v(2, 2, "cpu"), strong, v(4, 2, "cpu")],
+        );
+        assert_eq!(t.open()[0].severity, "critical");
     }
 
     #[test]
