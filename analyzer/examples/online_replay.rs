@@ -3,11 +3,14 @@
 //!
 //!     cargo run -p reveal-analyzer --example online_replay -- CONFIG LEARN_FROM SCORE_FROM SCORE_UNTIL
 //!
-//! Times are Unix seconds; the baseline is learned on (LEARN_FROM, SCORE_FROM].
+//! Times are Unix seconds; the baseline is learned on (LEARN_FROM, SCORE_FROM]. Episodes are
+//! formed as the service forms them (`analysis.episodes`), and printed as `EPISODE` lines:
+//! opened and closed at the end of which window, and on which subsystems.
 
 use prometheus_client::registry::Registry;
 use reveal_analyzer::config::Config;
 use reveal_analyzer::http::HttpClient;
+use reveal_analyzer::online::tracker::{Event, Tracker, TrackerParams};
 use reveal_analyzer::online::{Engine, EngineParams, Outcome};
 use reveal_analyzer::promapi::PromClient;
 use reveal_analyzer::service::SelfMetrics;
@@ -43,6 +46,13 @@ async fn main() -> anyhow::Result<()> {
     )?;
     let metrics = SelfMetrics::new(&mut Registry::default());
     let mut engine = Engine::new(EngineParams::from_config(a));
+    let e = a.episodes;
+    let mut tracker = Tracker::new(TrackerParams {
+        min_agreement: e.min_agreement,
+        open_after: e.open_after,
+        close_after: e.close_after,
+        window_ms: window,
+    });
     let range = |after: i64, to: i64| TimeRange {
         start_ms: after + stride - window - step,
         end_ms: to + step,
@@ -58,6 +68,24 @@ async fn main() -> anyhow::Result<()> {
                     println!("{} {} skipped: {reason}", m.host, end_ms / 1000)
                 }
                 Outcome::Scored(w) => {
+                    match tracker.observe(w.verdict()) {
+                        Some(Event::Opened(ep)) => println!(
+                            "EPISODE open {} {} {} [{}] {}",
+                            w.host,
+                            w.end_ms / 1000,
+                            ep.start_ms / 1000,
+                            ep.subsystems.join(","),
+                            ep.summary
+                        ),
+                        Some(Event::Closed(ep)) => println!(
+                            "EPISODE close {} {} {} [{}]",
+                            w.host,
+                            w.end_ms / 1000,
+                            ep.last_flagged_ms / 1000,
+                            ep.subsystems.join(",")
+                        ),
+                        _ => {}
+                    }
                     let scores: Vec<String> = w
                         .scores
                         .iter()

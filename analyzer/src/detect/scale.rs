@@ -40,7 +40,7 @@ pub enum Scaling {
     /// burst in fewer than 2% of the baseline windows sets neither the centre nor the scale.
     /// Deviations are linear (never compressed), so a load twenty times larger scores twenty
     /// times higher. A column that moves in fewer than 2% of windows gets the sparse-column
-    /// scale of `Robust`.
+    /// scale of `Robust`. No scale is below [`LEVEL_RESOLUTION`] of the median's magnitude.
     Bulk,
 }
 
@@ -53,6 +53,12 @@ pub const Z_KNEE: f64 = 10.0;
 /// Quantile that bounds the bulk of a column on each side (`Scaling::Bulk`): 2% of the
 /// baseline windows may lie beyond it without moving the scale.
 pub const BULK_QUANTILE: f64 = 0.98;
+/// `Scaling::Bulk`: least scale as a fraction of a column's baseline level. Host telemetry
+/// drifts by a few percent without any fault (page cache, unevictable memory, the softirq
+/// rates of a busy host); a move that small is never more than 1σ, however steady the
+/// baseline was. Faults move what they touch by far more (a CPU from 5% to 100%, dirty
+/// pages from megabytes to gigabytes, throughput by half).
+pub const LEVEL_RESOLUTION: f64 = 0.02;
 /// Φ⁻¹([`BULK_QUANTILE`]): the bulk's reach in σ for normal data.
 const BULK_SIGMAS: f64 = 2.053_748_910_631_823;
 /// A spread below this fraction of a column's magnitude is rounding noise.
@@ -257,7 +263,8 @@ fn bulk_spread(sorted: &[f64], buf: &mut [f64]) -> (f64, f64, f64) {
     };
     let up = (at(BULK_QUANTILE) - med) / BULK_SIGMAS;
     let down = (med - at(1.0 - BULK_QUANTILE)) / BULK_SIGMAS;
-    (med, mad.max(up), mad.max(down))
+    let level = LEVEL_RESOLUTION * med.abs();
+    (med, mad.max(up).max(level), mad.max(down).max(level))
 }
 
 /// Median and a robust σ estimate; reorders `v`.
@@ -404,6 +411,35 @@ mod tests {
         // The paper's standard scaling keeps its rule.
         let standard = Scaler::fit_floored(x.view(), Scaling::Standard, Some(&[0.0, 1.0])).unwrap();
         assert_eq!(standard.status()[1], ColumnStatus::Constant);
+    }
+
+    #[test]
+    fn bulk_scale_follows_each_side_of_the_baseline() {
+        // 1000 windows: a level of 100 ± 1, with a routine excursion to 130 in 10% of them
+        // and one burst to 500 in 1%.
+        let mut col: Vec<f64> = (0..1000)
+            .map(|i| 100.0 + ((i * 7919) % 21) as f64 / 10.0 - 1.0)
+            .collect();
+        for v in col.iter_mut().step_by(10) {
+            *v = 130.0;
+        }
+        for v in col.iter_mut().skip(5).step_by(100) {
+            *v = 500.0;
+        }
+        let x = Array2::from_shape_vec((1000, 1), col).unwrap();
+        let s = Scaler::fit(x.view(), Scaling::Bulk).unwrap();
+        // The routine is within about 2σ above; the burst set nothing.
+        assert!(
+            (s.z(0, 130.0) - BULK_SIGMAS).abs() < 0.1,
+            "{}",
+            s.z(0, 130.0)
+        );
+        // Below, the level's own spread (floored at 2% of it): a fall to 90 is 5σ.
+        assert!((s.z(0, 90.0) + 5.0).abs() < 0.5, "{}", s.z(0, 90.0));
+        // A load four times the routine's excursion scores about four times higher, before
+        // the logarithmic compression past |z| = 10 (which keeps the order).
+        assert!(s.z(0, 220.0) > s.z(0, 130.0) * 2.5);
+        assert!(s.z(0, 2000.0) > s.z(0, 600.0));
     }
 
     #[test]
