@@ -211,8 +211,8 @@ fn union_over_runs_and_selection_loads_in_the_exporter() {
     // eth1 packets in, and the node_exporter name is only mentioned in a comment.
     let sel = Selection::load(&tmp("ab-selection.yml")).unwrap();
     let packets = sel.rule("reveal_network_receive_packets_total").unwrap();
-    assert!(packets.keeps(&vec![("device", "eth1".to_string())]));
-    assert!(!packets.keeps(&vec![("device", "eth0".to_string())]));
+    assert!(packets.keeps(&[("device", "eth1".to_string())]));
+    assert!(!packets.keeps(&[("device", "eth0".to_string())]));
     for m in [
         "reveal_cpu_instructions_total",
         "reveal_cpu_time_seconds_total",

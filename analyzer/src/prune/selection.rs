@@ -140,10 +140,10 @@ mod tests {
         assert!(!yaml.contains("  - reveal_exporter_"), "{yaml}");
         let sel = Selection::parse(&yaml).unwrap();
         let rule = sel.rule(rx).unwrap();
-        assert!(rule.keeps(&vec![("device", "eth0.100".to_string())]));
-        assert!(!rule.keeps(&vec![("device", "eth0x100".to_string())]));
-        assert!(rule.keeps(&vec![("device", "it's".to_string())]));
-        assert!(!rule.keeps(&vec![("device", "eth1".to_string())]));
+        assert!(rule.keeps(&[("device", "eth0.100".to_string())]));
+        assert!(!rule.keeps(&[("device", "eth0x100".to_string())]));
+        assert!(rule.keeps(&[("device", "it's".to_string())]));
+        assert!(!rule.keeps(&[("device", "eth1".to_string())]));
         // Nothing kept at all: an empty list the exporter accepts.
         let yaml = selection_yaml(&[v(&format!("{rx}{{device=\"eth1\"}}"), false)], &[]).unwrap();
         assert!(yaml.ends_with("metrics: []\n"), "{yaml}");
