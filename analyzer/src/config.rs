@@ -14,11 +14,11 @@ use serde::Deserialize;
 
 use crate::detect::ParamError;
 use crate::http::{Authorization, BasicAuth, HttpClientConfig, Secret, TlsConfig};
+use crate::matrix::Kind;
 use crate::window::WindowConfig;
 
-mod duration;
 mod lines;
-pub use duration::{parse_duration, PromDuration};
+pub use crate::duration::{parse_duration, PromDuration};
 pub use lines::key_lines;
 use lines::locate;
 
@@ -209,6 +209,16 @@ pub enum MetricKind {
     Dynamic,
     Event,
     Static,
+}
+
+impl From<MetricKind> for Kind {
+    fn from(k: MetricKind) -> Kind {
+        match k {
+            MetricKind::Dynamic => Kind::Dynamic,
+            MetricKind::Event => Kind::Event,
+            MetricKind::Static => Kind::Static,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]

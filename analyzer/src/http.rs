@@ -15,7 +15,7 @@ use std::time::Duration;
 use reqwest::header::{HeaderValue, AUTHORIZATION};
 use serde::Deserialize;
 
-use crate::config::PromDuration;
+use crate::duration::PromDuration;
 
 mod retry;
 mod tls;

@@ -8,6 +8,7 @@ pub mod compare;
 pub mod config;
 pub mod crosshost;
 pub mod detect;
+pub mod duration;
 pub mod episodes;
 pub mod eval;
 pub mod features;

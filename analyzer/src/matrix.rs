@@ -11,8 +11,6 @@ use std::fmt;
 use ndarray::{Array2, ArrayView1};
 use serde::{Deserialize, Serialize};
 
-use crate::config::MetricKind;
-
 /// The part of the machine a channel is attributed to (the exporter's name prefix).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -101,16 +99,6 @@ pub enum Kind {
     Event,
     /// Sizes, limits, temperatures: left out of single-host detection, kept for cross-host.
     Static,
-}
-
-impl From<MetricKind> for Kind {
-    fn from(k: MetricKind) -> Kind {
-        match k {
-            MetricKind::Dynamic => Kind::Dynamic,
-            MetricKind::Event => Kind::Event,
-            MetricKind::Static => Kind::Static,
-        }
-    }
 }
 
 impl Kind {

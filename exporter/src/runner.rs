@@ -3,11 +3,12 @@
 
 use crate::collectors::{Collector, Settings, COLLECTORS};
 use crate::scrape::{Desc, Kind, Labels, Scrape, Unit};
-use crate::selection::Selection;
+use crate::selection::Rule;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -34,6 +35,20 @@ static BUILD_INFO: Desc = Desc::gauge(
 /// The runner's own metric families.
 pub static SELF_METRICS: &[&Desc] = &[&SUCCESS, &DURATION, &BUILD_INFO];
 
+/// Every metric family a collector can emit, plus the runner's own.
+pub fn known_descs() -> impl Iterator<Item = &'static Desc> {
+    COLLECTORS
+        .iter()
+        .flat_map(|e| e.metrics.iter().copied())
+        .chain(SELF_METRICS.iter().copied())
+}
+
+/// A descriptor's address: descriptors are statics, so this is a stable, allocation-free key
+/// for the per-scrape lookup of its selection rule.
+fn key(desc: &Desc) -> usize {
+    desc as *const Desc as usize
+}
+
 struct Slot {
     collector: Box<dyn Collector>,
     scrape: Scrape,
@@ -56,7 +71,9 @@ pub struct Runner {
 /// What one render reads: the collectors, the selection and the self-metrics' labels.
 struct Inner {
     slots: Mutex<Vec<Slot>>,
-    selection: Option<Arc<Selection>>,
+    /// The selection's rule per family (by [`key`]); `None` without a selection, which
+    /// exposes everything. A family without a rule is not exposed.
+    rules: Option<HashMap<usize, Rule>>,
     /// The `collector` label of each slot, built once for the self-metrics.
     names: Vec<Labels>,
 }
@@ -98,9 +115,16 @@ impl Runner {
             .iter()
             .map(|s| vec![("collector", s.collector.name().to_string())])
             .collect();
+        let rules = settings.selection.as_ref().map(|sel| {
+            COLLECTORS
+                .iter()
+                .flat_map(|e| e.metrics.iter().copied())
+                .filter_map(|d| sel.rule(d).map(|r| (key(d), r.clone())))
+                .collect()
+        });
         let inner = Arc::new(Inner {
             slots: Mutex::new(slots),
-            selection: settings.selection.clone(),
+            rules,
             names,
         });
         let mut registry = prometheus_client::registry::Registry::default();
@@ -188,10 +212,9 @@ impl Inner {
     fn encode(&self, encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let mut slots = lock(&self.slots);
         Runner::update_all(&mut slots);
-        let selection = self.selection.as_deref();
         for slot in slots.iter() {
             for fam in slot.scrape.families() {
-                let rule = match selection.map(|sel| sel.rule(fam.desc)) {
+                let rule = match self.rules.as_ref().map(|rules| rules.get(&key(fam.desc))) {
                     None => None,
                     Some(None) => continue,
                     Some(Some(r)) => Some(r),

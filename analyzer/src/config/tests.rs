@@ -290,8 +290,9 @@ fn referenced_metrics(expr: &str) -> Vec<String> {
 
 #[test]
 fn shipped_configs_read_only_metrics_the_exporter_has() {
-    let known: std::collections::HashSet<String> = reveal_exporter::selection::known_descs()
-        .map(|d| d.sample_name())
+    let known: std::collections::HashSet<String> = reveal_schema::catalog::METRICS
+        .iter()
+        .map(|m| m.name.to_string())
         .collect();
     assert_eq!(
         referenced_metrics(

@@ -1,5 +1,5 @@
 //! The exporter's selection file (`reveal-exporter --metrics.selection`, format in
-//! `exporter/src/selection.rs`) from the channels pruning kept:
+//! `reveal_schema::selection`) from the channels pruning kept:
 //!
 //! ```yaml
 //! metrics:
@@ -11,12 +11,12 @@
 //! Only names the exporter can emit go in (the exporter refuses others); kept channels of
 //! other metrics (recording rules, node_exporter names) are listed in a comment. Matchers use
 //! only labels the exporter's metric has (a `job` label added by Prometheus is dropped), and
-//! label values are escaped regexes in single quotes. The text is checked with the exporter's
-//! own parser before it is returned.
+//! label values are escaped regexes in single quotes. The text is checked with the parser the
+//! exporter itself uses (`reveal_schema`) before it is returned.
 
 use std::collections::BTreeMap;
 
-use reveal_exporter::selection::{known_descs, Selection};
+use reveal_schema::{catalog, selection::Selection};
 
 use super::ChannelVerdict;
 use crate::claim::parse_channel;
@@ -46,7 +46,7 @@ pub fn selection_yaml(verdicts: &[ChannelVerdict], header: &[String]) -> Result<
             // Nothing kept; or the exporter's own metrics, which it always exposes.
             continue;
         }
-        let Some(desc) = known_descs().find(|d| d.sample_name() == *metric) else {
+        let Some(desc) = catalog::find(metric) else {
             foreign.push(*metric);
             continue;
         };
@@ -139,12 +139,11 @@ mod tests {
         assert!(yaml.contains("#   instance:cpu_busy:ratio"), "{yaml}");
         assert!(!yaml.contains("  - reveal_exporter_"), "{yaml}");
         let sel = Selection::parse(&yaml).unwrap();
-        let desc = known_descs().find(|d| d.sample_name() == rx).unwrap();
-        let rule = sel.rule(desc).unwrap();
-        assert!(rule.keeps(&vec![("device", "eth0.100".to_string())]));
-        assert!(!rule.keeps(&vec![("device", "eth0x100".to_string())]));
-        assert!(rule.keeps(&vec![("device", "it's".to_string())]));
-        assert!(!rule.keeps(&vec![("device", "eth1".to_string())]));
+        let rule = sel.rule(rx).unwrap();
+        assert!(rule.keeps(&[("device", "eth0.100".to_string())]));
+        assert!(!rule.keeps(&[("device", "eth0x100".to_string())]));
+        assert!(rule.keeps(&[("device", "it's".to_string())]));
+        assert!(!rule.keeps(&[("device", "eth1".to_string())]));
         // Nothing kept at all: an empty list the exporter accepts.
         let yaml = selection_yaml(&[v(&format!("{rx}{{device=\"eth1\"}}"), false)], &[]).unwrap();
         assert!(yaml.ends_with("metrics: []\n"), "{yaml}");

@@ -1,0 +1,12 @@
+//! `reveal-schema`: what the exporter and the analyzer agree on, in a crate of its own so
+//! that neither has to build the other.
+//!
+//! - [`catalog`]: every metric the exporter can emit, with its labels, as data (generated
+//!   from the exporter's descriptors; a test in the exporter keeps the two equal);
+//! - [`selection`]: the selection file (`reveal-exporter --metrics.selection`), which the
+//!   analyzer's `prune` command writes and the exporter reads.
+#![forbid(unsafe_code)]
+#![deny(clippy::all)]
+
+pub mod catalog;
+pub mod selection;

@@ -1,0 +1,272 @@
+//! The metric selection file (`reveal-exporter --metrics.selection FILE`): which metrics, and
+//! which of their series, the exporter exposes (paper §4.1's pruned set; the analyzer's
+//! `prune` command writes it).
+//!
+//! ```yaml
+//! metrics:
+//!   - reveal_cpu_instructions_total            # every series of the metric
+//!   - name: reveal_cpu_time_seconds_total      # only the series whose labels match
+//!     match: {mode: "user|system"}             # regexes, anchored at both ends
+//! ```
+//! Names are sample names, as they appear in the exposition. Several entries for one name are
+//! alternatives (a series is kept if any matches). A name the exporter cannot emit (see
+//! [`crate::catalog`]), a label the metric does not have, or a bad regex refuses the file,
+//! with its line.
+//!
+//! The exporter's own `reveal_exporter_*` metrics are always exposed, whatever the file says:
+//! they say whether the rest is healthy.
+
+use crate::catalog::{self, Metric};
+use regex::Regex;
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::Deserialize;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// Which series of one metric family to keep.
+#[derive(Debug, Clone)]
+pub enum Rule {
+    /// Every series.
+    All,
+    /// Series matching any of these label matcher sets (each set: all its regexes match).
+    Any(Vec<Vec<(&'static str, Regex)>>),
+}
+
+impl Rule {
+    /// Whether a series with these label pairs is kept (a missing label reads as empty).
+    pub fn keeps<S: AsRef<str>>(&self, labels: &[(&str, S)]) -> bool {
+        match self {
+            Rule::All => true,
+            Rule::Any(sets) => sets.iter().any(|set| {
+                set.iter().all(|(name, re)| {
+                    let v = labels
+                        .iter()
+                        .find(|(n, _)| n == name)
+                        .map_or("", |(_, v)| v.as_ref());
+                    re.is_match(v)
+                })
+            }),
+        }
+    }
+}
+
+/// A parsed selection: a rule per selected metric, in file order.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    entries: Vec<(&'static Metric, Rule)>,
+}
+
+/// Why a selection file was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum SelectionError {
+    #[error("reading {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// `msg` is serde_yaml's, which ends with the line and column.
+    #[error("{path}: {msg}")]
+    Invalid {
+        path: PathBuf,
+        line: Option<usize>,
+        msg: String,
+    },
+}
+
+impl Selection {
+    pub fn load(path: &Path) -> Result<Selection, SelectionError> {
+        let text = std::fs::read_to_string(path).map_err(|source| SelectionError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        Selection::parse(&text).map_err(|e| SelectionError::Invalid {
+            path: path.to_owned(),
+            line: e.location().map(|l| l.line()),
+            msg: e.to_string(),
+        })
+    }
+
+    pub fn parse(text: &str) -> Result<Selection, serde_yaml::Error> {
+        let file: SelectionFile = serde_yaml::from_str(text)?;
+        let mut sel = Selection::default();
+        for entry in file.metrics {
+            let existing = sel
+                .entries
+                .iter_mut()
+                .find(|(m, _)| m.name == entry.metric.name)
+                .map(|(_, r)| r);
+            match (existing, entry.matchers) {
+                (Some(Rule::All), _) => {}
+                (Some(r), None) => *r = Rule::All,
+                (Some(Rule::Any(sets)), Some(m)) => sets.push(m),
+                (None, None) => sel.entries.push((entry.metric, Rule::All)),
+                (None, Some(m)) => sel.entries.push((entry.metric, Rule::Any(vec![m]))),
+            }
+        }
+        Ok(sel)
+    }
+
+    /// Whether any series of the metric (a sample name) is selected.
+    pub fn wants(&self, name: &str) -> bool {
+        self.rule(name).is_some()
+    }
+
+    /// The rule for a metric (a sample name); `None` means the metric is not exposed.
+    pub fn rule(&self, name: &str) -> Option<&Rule> {
+        self.entries
+            .iter()
+            .find(|(m, _)| m.name == name)
+            .map(|(_, r)| r)
+    }
+
+    /// The selected sample names, in file order.
+    pub fn names(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.entries.iter().map(|(m, _)| m.name)
+    }
+
+    /// The selected metrics with their rules, in file order.
+    pub fn into_entries(self) -> impl Iterator<Item = (&'static Metric, Rule)> {
+        self.entries.into_iter()
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SelectionFile {
+    metrics: Vec<Entry>,
+}
+
+struct Entry {
+    metric: &'static Metric,
+    matchers: Option<Vec<(&'static str, Regex)>>,
+}
+
+/// Checks a name while deserializing, so serde_yaml attaches the line of the bad entry.
+fn resolve<E: de::Error>(name: &str) -> Result<&'static Metric, E> {
+    catalog::find(name).ok_or_else(|| {
+        E::custom(format!(
+            "unknown metric {name:?}: no collector emits it (see reveal-exporter --print-metrics; \
+             counters end in _total)"
+        ))
+    })
+}
+
+impl<'de> Deserialize<'de> for Entry {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(EntryVisitor)
+    }
+}
+
+struct EntryVisitor;
+
+impl<'de> Visitor<'de> for EntryVisitor {
+    type Value = Entry;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a metric name, or a map with `name` and optional `match`")
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Entry, E> {
+        Ok(Entry {
+            metric: resolve(v)?,
+            matchers: None,
+        })
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Entry, A::Error> {
+        let mut metric = None;
+        let mut raw: Option<HashMap<String, String>> = None;
+        while let Some(k) = map.next_key::<String>()? {
+            match k.as_str() {
+                "name" => metric = Some(resolve(&map.next_value::<String>()?)?),
+                "match" => raw = Some(map.next_value()?),
+                other => return Err(de::Error::unknown_field(other, &["name", "match"])),
+            }
+        }
+        let metric: &'static Metric = metric.ok_or_else(|| de::Error::missing_field("name"))?;
+        let matchers = match raw {
+            None => None,
+            Some(raw) => {
+                let mut m = Vec::new();
+                let mut raw: Vec<_> = raw.into_iter().collect();
+                raw.sort();
+                for (label, pattern) in raw {
+                    let Some(&l) = metric.labels.iter().find(|l| **l == label) else {
+                        return Err(de::Error::custom(format!(
+                            "{} has no label {label:?} (labels: {:?})",
+                            metric.name, metric.labels
+                        )));
+                    };
+                    let re = Regex::new(&format!("^(?:{pattern})$"))
+                        .map_err(|e| de::Error::custom(format!("label {label:?}: {e}")))?;
+                    m.push((l, re));
+                }
+                Some(m)
+            }
+        };
+        Ok(Entry { metric, matchers })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refusal(text: &str) -> (Option<usize>, String) {
+        match Selection::parse(text) {
+            Err(e) => (e.location().map(|l| l.line()), e.to_string()),
+            Ok(s) => panic!("expected refusal, got {s:?}"),
+        }
+    }
+
+    #[test]
+    fn unknown_names_labels_and_regexes_are_refused_with_their_line() {
+        let (line, msg) = refusal(
+            "metrics:\n  - reveal_cpu_time_seconds_total\n  - reveal_cpu_tim_seconds_total\n",
+        );
+        assert_eq!(line, Some(3), "{msg}");
+        assert!(msg.contains("reveal_cpu_tim_seconds_total"), "{msg}");
+        let (line, _) = refusal("metrics: [reveal_cpu_time_seconds]\n");
+        assert_eq!(line, Some(1));
+        let (_, msg) =
+            refusal("metrics:\n  - name: reveal_cpu_time_seconds_total\n    match: {cpuu: '0'}\n");
+        assert!(msg.contains("cpuu"), "{msg}");
+        let (_, msg) = refusal(
+            "metrics:\n  - name: reveal_cpu_time_seconds_total\n    match: {mode: '(user'}\n",
+        );
+        assert!(msg.contains("mode"), "{msg}");
+    }
+
+    #[test]
+    fn entries_for_one_name_are_alternatives_and_a_bare_name_takes_all() {
+        let sel = Selection::parse(
+            "metrics:\n  - name: reveal_cpu_time_seconds_total\n    match: {mode: user}\n  \
+             - name: reveal_cpu_time_seconds_total\n    match: {mode: 'sys.*'}\n  \
+             - reveal_cpu_context_switches_total\n",
+        )
+        .unwrap();
+        assert_eq!(
+            sel.names().collect::<Vec<_>>(),
+            [
+                "reveal_cpu_time_seconds_total",
+                "reveal_cpu_context_switches_total"
+            ]
+        );
+        let rule = sel.rule("reveal_cpu_time_seconds_total").unwrap();
+        assert!(rule.keeps(&[("cpu", "0"), ("mode", "user")]));
+        assert!(rule.keeps(&[("mode", "system")]));
+        assert!(!rule.keeps(&[("mode", "users")]));
+        assert!(!rule.keeps::<&str>(&[]));
+        assert!(sel.wants("reveal_cpu_context_switches_total"));
+        assert!(!sel.wants("reveal_cpu_forks_total"));
+
+        let sel = Selection::parse(
+            "metrics:\n  - name: reveal_cpu_time_seconds_total\n    match: {mode: user}\n  \
+             - reveal_cpu_time_seconds_total\n",
+        )
+        .unwrap();
+        let rule = sel.rule("reveal_cpu_time_seconds_total").unwrap();
+        assert!(matches!(rule, Rule::All));
+    }
+}
