@@ -37,7 +37,7 @@ use crate::detect::{Detector, DetectorsConfig};
 use crate::episodes::{merge_episodes, Episode};
 use crate::features::{Extractor, Feature, FeatureConfig, FeatureMatrix};
 use crate::matrix::{HostMatrix, Kind, Subsystem};
-use crate::online::fit::{adapted, fit_with, Baseline};
+use crate::online::fit::{fit_with, Baseline};
 use crate::online::tracker::severity;
 use crate::regime::RegimeParams;
 use crate::window::{plan_windows, SkipReason, WindowConfig};
@@ -57,8 +57,7 @@ pub struct AnalyzeParams {
     pub min_windows: usize,
     /// Flagged windows at most this many ids apart join one episode.
     pub episode_gap: usize,
-    /// Detector parameters; `None`: the defaults, adapted to the baseline's size as the
-    /// online service adapts them ([`adapted`]).
+    /// Detector parameters; `None`: the defaults (docs/detection.md).
     pub detectors: Option<DetectorsConfig>,
     /// Regime-change test (step 8); `None` leaves it out.
     pub regime: Option<RegimeParams>,
@@ -221,13 +220,9 @@ pub fn analyze_host(m: &HostMatrix, p: &AnalyzeParams) -> HostAnalysis {
     let scored = fm.scored_columns();
     out.summary.feature_columns = scored.len();
     let x = fm.values.select(Axis(1), &scored);
-    let set = p
-        .detectors
-        .clone()
-        .unwrap_or_else(|| adapted(x.nrows(), x.ncols(), Baseline::WholeRun))
-        .column_groups(Some(
-            scored.iter().map(|&c| fm.columns[c].channel).collect(),
-        ));
+    let set = p.detectors.clone().unwrap_or_default().column_groups(Some(
+        scored.iter().map(|&c| fm.columns[c].channel).collect(),
+    ));
     let Some(fitted) = fit_with(x.view(), &set, p.seed, 0, Baseline::WholeRun) else {
         out.notes
             .push("no detector could be fitted on this host's windows".to_string());

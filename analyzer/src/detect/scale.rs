@@ -34,10 +34,11 @@ pub enum Scaling {
         tails: bool,
     },
     /// The default: median centre, and on each side of it the larger of the normal-consistent
-    /// MAD and the spread of the baseline's *bulk* on that side, `(q98 − median) / 2.054`
-    /// above and `(median − q2) / 2.054` below (2.054 = Φ⁻¹(0.98), so both are σ for normal
-    /// data). A value the bulk of the baseline reaches is within about 2 of the centre; a
-    /// burst in fewer than 2% of the baseline windows sets neither the centre nor the scale.
+    /// MAD and the spread of the baseline's *bulk* on that side, `(reach − median) / 2.054`
+    /// (2.054 = Φ⁻¹(0.98), so it is σ for normal data). The reach is the q98 (q2 below), or
+    /// the level the baseline reached on [`RECURRING`] separate excursions if that is
+    /// further. A value the bulk of the baseline reaches, or one it reached time and again,
+    /// is within about 2 of the centre; a burst seen once or twice sets nothing.
     /// Deviations are linear (never compressed), so a load twenty times larger scores twenty
     /// times higher. A column that moves in fewer than 2% of windows gets the sparse-column
     /// scale of `Robust`. No scale is below [`LEVEL_RESOLUTION`] of the median's magnitude.
@@ -130,7 +131,7 @@ impl Scaler {
                     let (c, s) = median_spread(&mut buf);
                     (c, s, s)
                 }
-                Scaling::Bulk => bulk_spread(&sorted, &mut buf),
+                Scaling::Bulk => bulk_spread(&sorted, &mut buf, col),
             };
             let floor = floors.map_or(0.0, |f| f[j]);
             let (s, lo) = if floor > 0.0 && floor.is_finite() {
@@ -252,8 +253,9 @@ fn mean_std(v: &[f64]) -> (f64, f64) {
 }
 
 /// `Scaling::Bulk`: the median, and the scale above and below it (see the variant). `sorted`
-/// holds the column's finite values in order; `buf` the same values (it is reordered).
-fn bulk_spread(sorted: &[f64], buf: &mut [f64]) -> (f64, f64, f64) {
+/// holds the column's finite values in order; `buf` the same values (it is reordered);
+/// `col` the column in time order.
+fn bulk_spread(sorted: &[f64], buf: &mut [f64], col: ArrayView1<f64>) -> (f64, f64, f64) {
     let (med, mad) = median_spread(buf);
     let n = sorted.len();
     let at = |q: f64| {
@@ -261,10 +263,43 @@ fn bulk_spread(sorted: &[f64], buf: &mut [f64]) -> (f64, f64, f64) {
         let (i, f) = (pos.floor() as usize, pos.fract());
         sorted[i] + (sorted[(i + 1).min(n - 1)] - sorted[i]) * f
     };
-    let up = (at(BULK_QUANTILE) - med) / BULK_SIGMAS;
-    let down = (med - at(1.0 - BULK_QUANTILE)) / BULK_SIGMAS;
+    let (hi, lo) = (at(BULK_QUANTILE), at(1.0 - BULK_QUANTILE));
+    // A level the baseline reached on `RECURRING` separate occasions is routine, however
+    // few windows each lasted (a write-back every few minutes): the bulk reaches it too.
+    let hi = hi.max(recurring_peak(col, hi, 1.0).unwrap_or(hi));
+    let lo = lo.min(recurring_peak(col, lo, -1.0).unwrap_or(lo));
+    let up = (hi - med) / BULK_SIGMAS;
+    let down = (med - lo) / BULK_SIGMAS;
+    if mad.max(up).max(down).is_nan() || mad.max(up).max(down) <= 0.0 {
+        return (med, 0.0, 0.0); // never moved: constant, left out by the caller
+    }
     let level = LEVEL_RESOLUTION * med.abs();
     (med, mad.max(up).max(level), mad.max(down).max(level))
+}
+
+/// Separate excursions a level must have reached to count as routine (`Scaling::Bulk`).
+pub const RECURRING: usize = 3;
+
+/// The peak of the [`RECURRING`]-th largest excursion of `col` (in time order) beyond
+/// `level`, upward for `sign` 1 and downward for −1: an excursion is a run of consecutive
+/// finite values beyond `level`. `None` with fewer excursions.
+fn recurring_peak(col: ArrayView1<f64>, level: f64, sign: f64) -> Option<f64> {
+    let mut peaks: Vec<f64> = Vec::new();
+    let mut current: Option<f64> = None;
+    for &v in col.iter() {
+        if v.is_finite() && sign * (v - level) > 0.0 {
+            current = Some(current.map_or(v, |p: f64| if sign * (v - p) > 0.0 { v } else { p }));
+        } else if let Some(p) = current.take() {
+            peaks.push(p);
+        }
+    }
+    peaks.extend(current);
+    if peaks.len() < RECURRING {
+        return None;
+    }
+    // Largest excursions first (lowest first below the level).
+    peaks.sort_by(|a, b| (sign * b).total_cmp(&(sign * a)));
+    Some(peaks[RECURRING - 1])
 }
 
 /// Median and a robust σ estimate; reorders `v`.
@@ -416,14 +451,14 @@ mod tests {
     #[test]
     fn bulk_scale_follows_each_side_of_the_baseline() {
         // 1000 windows: a level of 100 ± 1, with a routine excursion to 130 in 10% of them
-        // and one burst to 500 in 1%.
+        // and one burst to 500 over 1% (ten windows in a row).
         let mut col: Vec<f64> = (0..1000)
             .map(|i| 100.0 + ((i * 7919) % 21) as f64 / 10.0 - 1.0)
             .collect();
         for v in col.iter_mut().step_by(10) {
             *v = 130.0;
         }
-        for v in col.iter_mut().skip(5).step_by(100) {
+        for v in &mut col[505..515] {
             *v = 500.0;
         }
         let x = Array2::from_shape_vec((1000, 1), col).unwrap();
@@ -440,6 +475,27 @@ mod tests {
         // the logarithmic compression past |z| = 10 (which keeps the order).
         assert!(s.z(0, 220.0) > s.z(0, 130.0) * 2.5);
         assert!(s.z(0, 2000.0) > s.z(0, 600.0));
+    }
+
+    #[test]
+    fn a_level_reached_three_times_is_routine_and_once_is_not() {
+        let base = |events: &[usize]| {
+            let mut col: Vec<f64> = (0..1800).map(|i| 10.0 + (i % 7) as f64 * 0.1).collect();
+            for &e in events {
+                for v in &mut col[e..e + 4] {
+                    *v = 60.0; // a write-back, four windows long
+                }
+            }
+            Array2::from_shape_vec((1800, 1), col).unwrap()
+        };
+        // Six write-backs in half an hour (1.3% of the windows): the next is about 2σ.
+        let routine = base(&[100, 400, 700, 1000, 1300, 1600]);
+        let s = Scaler::fit(routine.view(), Scaling::Bulk).unwrap();
+        assert!((s.z(0, 60.0) - BULK_SIGMAS).abs() < 0.1, "{}", s.z(0, 60.0));
+        // Seen once or twice, it sets nothing: the next is far out.
+        let once = base(&[100, 900]);
+        let s = Scaler::fit(once.view(), Scaling::Bulk).unwrap();
+        assert!(s.z(0, 60.0) > 10.0, "{}", s.z(0, 60.0));
     }
 
     #[test]

@@ -15,7 +15,7 @@ use crate::config::AnalysisConfig;
 use crate::detect::DetectorsConfig;
 use crate::features::{Extractor, Feature, FeatureConfig};
 use crate::matrix::{HostMatrix, Kind, Subsystem};
-use crate::online::fit::{adapted, fit_with, Baseline, Fitted};
+use crate::online::fit::{fit_with, Baseline, Fitted};
 use crate::online::group::{FullCol, FullRow, GroupOutput, GroupStage, RegimeEvent};
 use crate::online::{Outcome, WindowScore};
 use crate::regime::{RegimeChange, RegimeParams, RegimeTracker, RegimeWindow};
@@ -35,7 +35,7 @@ pub struct EngineParams {
     pub seed: u64,
     /// Windows flagged by at least this many detectors stay out of the baseline.
     pub min_agreement: u32,
-    /// Detector parameters; `None` for [`crate::online::fit::adapted`] defaults.
+    /// Detector parameters; `None` for the defaults (docs/detection.md).
     pub detectors: Option<DetectorsConfig>,
 }
 
@@ -433,12 +433,22 @@ fn maybe_fit(
     if !due {
         return;
     }
+    let set = p
+        .detectors
+        .clone()
+        .unwrap_or_default()
+        .column_floors(event_floors(&host.layout))
+        .column_groups(Some(channel_groups(&host.layout)));
+    // A trimming detector set fits on every window of the trailing baseline: each detector
+    // drops what the baseline saw only once or twice (a fault, a burst) at fit time, and what
+    // recurs is the host's routine — a write-back every few minutes that was flagged the first
+    // time it was seen is learned, where keeping flagged windows out would flag it forever.
+    // Without trimming, flagged windows stay out, unless they are most of the baseline: a
+    // shift that persists that long is the new normal, and the baseline follows it.
     let total = host.ring.len();
     let calm = host.ring.iter().filter(|r| !r.2).count();
-    // Flagged windows stay out of the baseline, unless they are most of it: a shift that
-    // persists that long is the new normal (a regime change), and the baseline follows it.
-    let keep_flagged = calm * 2 < total;
-    if keep_flagged {
+    let keep_flagged = set.trim || calm * 2 < total;
+    if keep_flagged && !set.trim {
         tracing::info!(
             flagged = total - calm,
             total,
@@ -459,12 +469,6 @@ fn maybe_fit(
         }
     }
     let t0 = Instant::now();
-    let set = p
-        .detectors
-        .clone()
-        .unwrap_or_else(|| adapted(x.nrows(), x.ncols(), Baseline::Trailing))
-        .column_floors(event_floors(&host.layout))
-        .column_groups(Some(channel_groups(&host.layout)));
     let fitted = fit_with(x.view(), &set, p.seed, end, Baseline::Trailing);
     metrics.phase("fit", t0.elapsed().as_secs_f64());
     let Some(fitted) = fitted else {

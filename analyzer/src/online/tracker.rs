@@ -72,7 +72,7 @@ pub const STRONG: f64 = 3.0;
 pub fn severity(agreement: u32, strength: f64) -> &'static str {
     match agreement {
         0 | 1 => "info",
-        2 if !(strength >= STRONG) => "warning",
+        2 if strength.is_nan() || strength < STRONG => "warning",
         _ => "critical",
     }
 }

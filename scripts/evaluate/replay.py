@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""Replays a recorded evaluation run through an analyzer build, offline, and scores it.
+
+    replay.py OUT_DIR CONFIG [--replay BIN] [--label NAME] [--raw FILE]
+
+OUT_DIR is a finished `scripts/evaluate.sh --keep-data` run: its Prometheus data
+(OUT/prometheus-data), run.json and faults.json. CONFIG is an analyzer configuration (e.g.
+OUT/analyzers/NAME/analyzer.yml); its `source.prometheus.url` is replaced by a Prometheus this
+script starts on a copy of the recorded data. BIN is the `online_replay` example of the build
+to evaluate (default target/release/examples/online_replay; build it with
+`cargo build --release -p reveal-analyzer --example online_replay`). --raw keeps the replay's
+own output (every window's scores and claims) in FILE.
+
+The replay learns the baseline on the warm-up, then scores every window as `reveal-analyzer
+run` would and forms episodes as the service does; it never reaches Alertmanager. So latency
+here is from the fault's start to the end of the window that opened the episode, and the
+resolve time from the fault's end to the end of the window that closed it; the live run adds
+about a second of delivery on top of each. Two builds replayed on the same recording see
+exactly the same telemetry, which is what makes this the way to compare detection changes.
+Standard library only; Prometheus must be installed.
+"""
+
+import json
+import os
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+from score import spearman  # noqa: E402  (same folder)
+
+EARLY_S = 10
+GRACE_S = 10
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_prometheus(data):
+    port = free_port()
+    cfg = os.path.join(os.path.dirname(data), "replay-prometheus.yml")
+    with open(cfg, "w") as f:
+        f.write("global: {}\nscrape_configs: []\n")
+    proc = subprocess.Popen(
+        ["prometheus", "--config.file=" + cfg, "--storage.tsdb.path=" + data,
+         "--storage.tsdb.retention.time=30d", "--web.listen-address=127.0.0.1:%d" % port],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    url = "http://127.0.0.1:%d" % port
+    for _ in range(300):
+        try:
+            with urllib.request.urlopen(url + "/-/ready", timeout=1) as r:
+                if r.status == 200:
+                    return proc, url
+        except OSError:
+            pass
+        if proc.poll() is not None:
+            sys.exit("replay: prometheus exited while starting on %s" % data)
+        time.sleep(0.2)
+    proc.kill()
+    sys.exit("replay: prometheus not ready after 60 s")
+
+
+def replay(binary, config, learn_from, score_from, until, raw=None):
+    out = subprocess.run([binary, config, str(learn_from), str(score_from), str(until)],
+                         capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        sys.exit("replay: %s failed: %s" % (binary, out.stderr.strip()[-2000:]))
+    if raw:
+        with open(raw, "w") as f:
+            f.write(out.stdout)
+    windows, episodes = [], []
+    for line in out.stdout.splitlines():
+        parts = line.split()
+        if parts[:2] == ["EPISODE", "open"]:
+            episodes.append({"open_s": int(parts[3]), "start_s": int(parts[4]),
+                             "subsystems": parts[5].strip("[]").split(","), "close_s": None,
+                             "summary": " ".join(parts[6:])})
+        elif parts[:2] == ["EPISODE", "close"]:
+            for e in reversed(episodes):
+                if e["close_s"] is None:
+                    e["close_s"] = int(parts[3])
+                    break
+        elif len(parts) >= 3 and parts[2].startswith("agreement="):
+            scores = {}
+            for kv in parts[3:]:
+                if kv == "|":
+                    break
+                k, _, v = kv.partition("=")
+                scores[k] = float(v)
+            windows.append({"end_s": int(parts[1]), "agreement": int(parts[2].split("=")[1]),
+                            "scores": scores})
+    return windows, episodes
+
+
+def main():
+    args = sys.argv[1:]
+    if len(args) < 2 or args[0] in ("-h", "--help"):
+        print(__doc__)
+        sys.exit(0 if args and args[0] in ("-h", "--help") else 2)
+    out_dir, config = args[0], args[1]
+    binary = "target/release/examples/online_replay"
+    label = os.path.basename(os.path.dirname(os.path.abspath(config))) or "replay"
+    if "--replay" in args:
+        binary = args[args.index("--replay") + 1]
+    if "--label" in args:
+        label = args[args.index("--label") + 1]
+    raw = args[args.index("--raw") + 1] if "--raw" in args else None
+    run = json.load(open(os.path.join(out_dir, "run.json")))
+    faults = json.load(open(os.path.join(out_dir, "faults.json")))
+    data = os.path.join(out_dir, "prometheus-data")
+    if not os.path.isdir(data):
+        sys.exit("replay: %s has no prometheus-data (run evaluate.sh with --keep-data)" % out_dir)
+    tmp = tempfile.mkdtemp(prefix="reveal-replay-")
+    proc = None
+    try:
+        copy = os.path.join(tmp, "data")
+        shutil.copytree(data, copy)
+        proc, url = start_prometheus(copy)
+        cfg_text = open(config).read()
+        cfg_text = re.sub(r"(prometheus:\s*\n(?:\s*#.*\n)*\s*url:\s*)\S+", r"\g<1>" + url, cfg_text, count=1)
+        cfg = os.path.join(tmp, "analyzer.yml")
+        open(cfg, "w").write(cfg_text)
+        # The warm-up is learned, as the live analyzer learned it; scoring starts where the
+        # live analyzer's did, at the fault-free period.
+        learn_from = run["analyzers_started_ms"] // 1000
+        score_from = run["fault_free"]["start_ms"] // 1000
+        until = run["end_ms"] // 1000
+        t0 = time.time()
+        windows, episodes = replay(binary, cfg, learn_from, score_from, until, raw)
+        took = time.time() - t0
+    finally:
+        if proc:
+            proc.terminate()
+            proc.wait(timeout=30)
+        shutil.rmtree(tmp, ignore_errors=True)
+    ff = (run["fault_free"]["start_ms"] // 1000, run["fault_free"]["end_ms"] // 1000)
+    print("## %s (replayed in %.1f s)\n" % (label, took))
+    print("| fault | expected | alerted ≤ %d s | attributed | latency s | episode subsystems | resolved s after end |" % EARLY_S)
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    latencies, resolves, ok = [], [], 0
+    for f in faults:
+        s, e = f["start_ms"] / 1000, f["end_ms"] / 1000
+        eps = [x for x in episodes if s <= x["open_s"] <= e + GRACE_S]
+        first = min(eps, key=lambda x: x["open_s"]) if eps else None
+        subs = sorted({y for x in eps for y in x["subsystems"]})
+        early = bool(first) and first["open_s"] - s <= EARLY_S
+        attributed = bool(set(subs) & set(f["expected"]))
+        closes = [x["close_s"] for x in eps]
+        resolved = None if (not eps or None in closes) else max(closes) - e
+        if early and attributed:
+            ok += 1
+        if first:
+            latencies.append(first["open_s"] - s)
+        if resolved is not None:
+            resolves.append(resolved)
+        print("| %s | %s | %s | %s | %s | %s | %s |" % (
+            f["name"], "/".join(f["expected"]), "yes" if early else "**no**",
+            "yes" if attributed else ("–" if not eps else "**no**"),
+            "%.1f" % (first["open_s"] - s) if first else "–", ", ".join(subs) or "–",
+            "%.1f" % resolved if resolved is not None else ("not resolved" if eps else "–")))
+    fw = [w for w in windows if ff[0] < w["end_s"] <= ff[1]]
+    fe = [x for x in episodes if ff[0] < x["open_s"] <= ff[1]]
+    hours = (ff[1] - ff[0]) / 3600
+    flagged = sum(1 for w in fw if w["agreement"] >= 2)
+    print()
+    print("fault-free: %d episodes in %.1f min (%.1f per hour), %d of %d windows flagged by two detectors (%.2f%%)" % (
+        len(fe), hours * 60, len(fe) / hours if hours else 0, flagged, len(fw), 100.0 * flagged / max(1, len(fw))))
+    for x in fe:
+        print("  false episode at %s: [%s] %s" % (time.strftime("%H:%M:%S", time.gmtime(x["open_s"])),
+                                                 ",".join(x["subsystems"]), x["summary"][:160]))
+    names = sorted({k for w in fw for k in w["scores"]})
+    pairs = []
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            xs = [(w["scores"][a], w["scores"][b]) for w in fw if a in w["scores"] and b in w["scores"]]
+            rho = spearman([x for x, _ in xs], [y for _, y in xs]) if len(xs) > 2 else None
+            pairs.append("%s–%s %s" % (a, b, "%.2f" % rho if rho is not None else "n/a"))
+    print("rank correlation of scores on fault-free windows: " + ", ".join(pairs))
+    print("faults alerted ≤ %d s and attributed: %d of %d; median latency %s s; longest resolve %s s" % (
+        EARLY_S, ok, len(faults), "%.1f" % statistics.median(latencies) if latencies else "–",
+        "%.1f" % max(resolves) if resolves else "–"))
+
+
+if __name__ == "__main__":
+    main()
