@@ -72,7 +72,7 @@ fn named_share(d: &dyn Detector, data: &Synthetic) -> f64 {
 
 /// `bars` gives each detector's least ROC-AUC (by name); `any` applies to the three together
 /// (a window ranked by its largest score/threshold). Attribution must name a moved channel
-/// in most anomalous windows for each detector held to a bar of at least 0.85.
+/// in most anomalous windows for each detector held to a bar of at least 0.7.
 fn check(shifted: usize, shift: f64, bars: &[(&str, f64)], any_bar: f64) {
     let data = generate(&spec(shifted, shift));
     let (outcomes, any) = evaluate(&data);
@@ -90,7 +90,7 @@ fn check(shifted: usize, shift: f64, bars: &[(&str, f64)], any_bar: f64) {
     for o in &outcomes {
         let bar = bars.iter().find(|(n, _)| *n == o.name).map_or(0.5, |b| b.1);
         assert!(o.auc >= bar, "{} ROC-AUC {:.3} below {bar}", o.name, o.auc);
-        if bar >= 0.85 {
+        if bar >= 0.7 {
             assert!(o.named >= 0.6, "{}: {:.2}", o.name, o.named);
         }
     }
@@ -112,14 +112,16 @@ fn ten_channels_shifted_by_three_sigma() {
 #[test]
 fn three_channels_shifted_by_one_and_a_half_sigma() {
     // Shifts *within* the channels' usual range, off their relation to the workload: only a
-    // model of how channels move together sees them, and that is PCA's part (0.90 at seed
-    // 7). The z-score and the forest judge each feature or channel against its own range, so
-    // by design they rank such windows about as normal ones (0.47 and 0.58 at seed 7): they
-    // are reported, not held to a bar. The three together rank them at 0.83.
+    // model of how channels move together sees them, and that is PCA's part: 0.73 at seed 7.
+    // (0.90 without the least residual scale of `Scaling::Bulk`, which keeps new windows
+    // from scoring far above the baseline's own on a real host; the real host won.) The
+    // z-score and the forest judge each feature or channel against its own range, so by
+    // design they rank such windows about as normal ones (0.47 and 0.58): they are reported,
+    // not held to a bar.
     check(
         3,
         1.5,
-        &[("pca", 0.85), ("zscore", 0.0), ("iforest", 0.0)],
-        0.8,
+        &[("pca", 0.7), ("zscore", 0.0), ("iforest", 0.0)],
+        0.7,
     );
 }

@@ -10,6 +10,12 @@ use crate::detect::{percentile, Attribution, ColumnStatus, Detector};
 
 /// Above this many used features, `Signal` components use the randomized solver.
 const FULL_EIGEN_MAX_FEATURES: usize = 400;
+/// Least residual scale with `Scaling::Bulk`, in units of the feature's own scale: the
+/// relations between features that the components capture (a standard deviation and its
+/// variance, a mean and a trend's intercept) hold only roughly outside the range they were
+/// fitted on, so a residual is never measured more finely than a fifth of the feature's
+/// spread (new windows would otherwise score far above the baseline's own).
+const MIN_RESIDUAL_SCALE: f64 = 0.2;
 /// Extra sketch columns of the randomized solver beyond the wanted rank.
 const OVERSAMPLE: usize = 10;
 
@@ -101,7 +107,11 @@ impl PcaModel {
                 // scale (an event channel) is watched in that unit: its first
                 // event is a residual of one.
                 scale[j] = if s > 1e-9 {
-                    s
+                    if p.scaling == Scaling::Bulk {
+                        s.max(MIN_RESIDUAL_SCALE)
+                    } else {
+                        s
+                    }
                 } else if constant && z.column(j).iter().all(|v| v.abs() <= 1e-12) {
                     1.0
                 } else {
