@@ -33,7 +33,8 @@ pub struct EngineParams {
     pub refit_ms: i64,
     pub warmup_ms: i64,
     pub seed: u64,
-    /// Windows flagged by at least this many detectors stay out of the baseline.
+    /// Windows flagged by at least this many detectors count as flagged (for regime changes,
+    /// and kept out of the baseline by a detector set that does not trim).
     pub min_agreement: u32,
     /// Detector parameters; `None` for the defaults (docs/detection.md).
     pub detectors: Option<DetectorsConfig>,
