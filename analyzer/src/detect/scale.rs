@@ -39,8 +39,8 @@ pub enum Scaling {
     /// the level the baseline reached on [`RECURRING`] separate excursions if that is
     /// further. A value the bulk of the baseline reaches, or one it reached time and again,
     /// is within about 2 of the centre; a burst seen once or twice sets nothing.
-    /// Deviations are linear (never compressed), so a load twenty times larger scores twenty
-    /// times higher. A column that moves in fewer than 2% of windows gets the sparse-column
+    /// Deviations are linear up to |z| = [`Z_KNEE`] and logarithmic beyond ([`compress`]), so
+    /// a larger load always scores higher. A column that moves in fewer than 2% of windows gets the sparse-column
     /// scale of `Robust`. No scale is below [`LEVEL_RESOLUTION`] of the median's magnitude.
     Bulk,
 }
