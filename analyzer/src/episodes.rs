@@ -113,11 +113,7 @@ fn episode(ws: &[FlaggedWindow]) -> Episode {
         severity: ws
             .iter()
             .map(|w| w.severity)
-            .max_by_key(|s| match *s {
-                "critical" => 2,
-                "warning" => 1,
-                _ => 0,
-            })
+            .max_by_key(|s| crate::online::tracker::rank(s))
             .unwrap_or("info"),
         detectors,
         subsystems,

@@ -78,7 +78,7 @@ pub fn severity(agreement: u32, strength: f64) -> &'static str {
 }
 
 /// Rank of a severity label, for keeping an episode's highest.
-fn rank(severity: &str) -> u8 {
+pub(crate) fn rank(severity: &str) -> u8 {
     match severity {
         "critical" => 2,
         "warning" => 1,
