@@ -22,6 +22,28 @@
 //!    detectors see it as anomalous against the old baseline), and at least one shifted
 //!    column, with the stable ones at least half of the shifted ones.
 //!
+//! # What a fault leaves behind (the settle rule)
+//! A fault can leave a level behind when it ends: a memory hog drops the page cache, and free
+//! memory stays high for minutes. The detectors flag every window against the old baseline,
+//! and the fault's alert would stay open until the minute of the rule above had passed. So a
+//! second, faster test, while windows are flagged:
+//! 1. The flagged run that ends now (lulls of up to 4 windows inside it) began after the
+//!    reference windows.
+//! 2. The fault is over: of the columns that had moved `shift_z` σ in the run's first 5
+//!    windows after the `ramp` (the first windows of any change mix two levels, and their
+//!    spread and slope come back whatever follows), at least half are back within `shift_z`
+//!    σ of the reference over the last `settle` windows.
+//! 3. What is still shifted has settled: every column `shift_z` σ away over those windows
+//!    has a spread below half its shift and halves that differ by at most a quarter of it
+//!    (one column still moving means the fault goes on), and most of the windows are
+//!    flagged.
+//!
+//! The change then starts `settle` windows ago and lists those columns with their offsets;
+//! the caller moves its baseline's history of these columns by their offsets and refits at
+//! once, so the new level is normal while the baseline keeps every routine it had learned.
+//! A fault that holds its level (a hog that stays) keeps its onset columns shifted, and
+//! only the minute's rule can make it a regime.
+//!
 //! After a change the windows before p are forgotten: the new regime is the reference for the
 //! next change, and none can be reported until `min_reference + min_regime` windows of it
 //! exist. A column with no variance before the change is scaled by 1% of its level, so a
@@ -30,14 +52,15 @@
 //! Defaults (1 s stride): 30 windows of reference, 60 of new regime (the shift must hold a
 //! minute: a workload that starts runs for longer, while a fault of a few seconds to tens of
 //! seconds is an episode, not the host's new normal), 4σ, 80% flagged, 120 windows of
-//! history.
+//! history; a left-behind level settles after 10 windows.
 //!
 //! # Online use
 //! Per host, call [`RegimeTracker::observe`] with every scored window's feature row (in a
 //! layout whose column indices are stable; new columns may be appended) and whether it was
-//! flagged. On `Some(change)`: send one `RevealRegimeChange` alert (instance, start), drop
-//! the baseline rows that end before `change.start_ms`, and refit on the rest; the
-//! windows flagged since the start belong to the new regime, not to an episode.
+//! flagged. On `Some(change)`: send one `RevealRegimeChange` alert (instance, start); for a
+//! settled level move the baseline's columns by `change.offsets`, otherwise drop the
+//! baseline rows that end before `change.start_ms`; refit on the rest. The windows flagged
+//! since the start belong to the new regime, not to an episode.
 
 use std::collections::VecDeque;
 
@@ -57,6 +80,13 @@ pub struct RegimeParams {
     pub min_flagged: f64,
     /// Shifted columns listed in a change.
     pub max_columns: usize,
+    /// Windows a level left behind by a fault must hold before it is the new normal (the
+    /// settle rule, module docs); 0 turns the rule off.
+    pub settle: usize,
+    /// Windows a change takes to fill a window (window length / stride): the first windows
+    /// after a change mix the two levels, and their spread and slope say only that a change
+    /// happened.
+    pub ramp: usize,
 }
 
 impl Default for RegimeParams {
@@ -68,6 +98,8 @@ impl Default for RegimeParams {
             shift_z: 4.0,
             min_flagged: 0.8,
             max_columns: 10,
+            settle: 10,
+            ramp: 3,
         }
     }
 }
@@ -84,6 +116,9 @@ impl RegimeParams {
         }
         if self.history < self.min_reference + self.min_regime {
             return bad("history must hold min_reference + min_regime windows");
+        }
+        if self.settle != 0 && (self.settle < 4 || self.settle >= self.min_regime) {
+            return bad("settle must be 0 (off), or at least 4 and fewer than min_regime");
         }
         if !(self.shift_z > 0.0 && self.shift_z.is_finite()) {
             return bad("shift_z must be positive");
@@ -127,6 +162,13 @@ pub struct RegimeChange {
     /// Shifted and stable columns, largest |z| first (at most `max_columns`), and the count.
     pub columns: Vec<ShiftedColumn>,
     pub shifted: usize,
+    /// A level a fault left behind (the settle rule), rather than a workload's new regime.
+    pub settled: bool,
+    /// Every settled column and its shift (after − before): the baseline's history of
+    /// these columns is moved by it, so the rest of the baseline keeps its routine. Empty
+    /// for a workload's new regime (the baseline restarts from the change).
+    #[serde(skip)]
+    pub offsets: Vec<(usize, f64)>,
 }
 
 impl RegimeChange {
@@ -149,6 +191,12 @@ impl RegimeChange {
         )
     }
 }
+
+/// Windows at the start of a flagged run that show what the fault moved (the settle rule).
+const ONSET: usize = 5;
+/// Windows without a flag that a flagged run may hold and still be one run (an episode's
+/// lull, `close_after` − 1 at the default).
+const GAP: usize = 4;
 
 /// Per-host tracker of regime changes.
 #[derive(Debug, Clone)]
@@ -209,7 +257,15 @@ impl RegimeTracker {
             self.ring.pop_front();
         }
         let n = self.ring.len();
-        if !w.flagged || n < p.min_reference + p.min_regime {
+        if !w.flagged {
+            return None;
+        }
+        if p.settle > 0 && n >= p.min_reference + p.ramp + ONSET + p.settle {
+            if let Some(c) = self.settled(w.end_ms) {
+                return Some(c);
+            }
+        }
+        if n < p.min_reference + p.min_regime {
             return None;
         }
         let width = self.ring.iter().map(|r| r.2.len()).max().unwrap_or(0);
@@ -293,8 +349,109 @@ impl RegimeTracker {
             flagged,
             columns: stable,
             shifted: count,
+            settled: false,
+            offsets: Vec::new(),
         };
         self.ring.drain(..split);
+        Some(change)
+    }
+
+    /// The settle rule (module docs): the flagged run that ends now began after the
+    /// reference; at least half of the columns that had moved in its first [`ONSET`] windows
+    /// after the `ramp` are
+    /// back near the reference, and every column still shifted has held one level for the
+    /// last `settle` windows.
+    fn settled(&mut self, end_ms: i64) -> Option<RegimeChange> {
+        let p = self.params;
+        let n = self.ring.len();
+        // Start of the flagged run: back from now until more than GAP windows in a row
+        // are not flagged.
+        let mut start = n;
+        let mut quiet = 0;
+        for i in (0..n).rev() {
+            if self.ring[i].1 {
+                start = i;
+                quiet = 0;
+            } else {
+                quiet += 1;
+                if quiet > GAP {
+                    break;
+                }
+            }
+        }
+        let tail = n - p.settle;
+        let onset = start + p.ramp..start + p.ramp + ONSET;
+        if start < p.min_reference || onset.end > tail {
+            return None;
+        }
+        let flagged = self.ring.range(tail..).filter(|r| r.1).count();
+        if (flagged as f64) < p.min_flagged * p.settle as f64 {
+            return None;
+        }
+        let width = self.ring.iter().map(|r| r.2.len()).max().unwrap_or(0);
+        let col = |c: usize, range: std::ops::Range<usize>| {
+            self.ring
+                .range(range)
+                .map(move |r| r.2.get(c).copied().unwrap_or(f64::NAN))
+        };
+        let mid = tail + p.settle / 2;
+        let (mut moved, mut back) = (0usize, 0usize);
+        let mut stable = Vec::new();
+        for c in 0..width {
+            let Some((mr, sr)) = mean_sd(col(c, 0..p.min_reference)) else {
+                continue;
+            };
+            let s = scale(mr, sr);
+            let shifted = |m: f64| (m - mr).abs() >= p.shift_z * s;
+            let now = mean_sd(col(c, tail..n));
+            if mean_sd(col(c, onset.clone())).is_some_and(|(mo, _)| shifted(mo)) {
+                moved += 1;
+                back += usize::from(now.is_some_and(|(mt, _)| !shifted(mt)));
+            }
+            let Some((mt, st)) = now.filter(|&(mt, _)| shifted(mt)) else {
+                continue;
+            };
+            let (Some((m1, _)), Some((m2, _))) =
+                (mean_sd(col(c, tail..mid)), mean_sd(col(c, mid..n)))
+            else {
+                return None;
+            };
+            let shift = mt - mr;
+            if st > shift.abs() / 2.0 || (m2 - m1).abs() > shift.abs() / 4.0 {
+                return None; // still moving: the fault is not over
+            }
+            stable.push(ShiftedColumn {
+                column: c,
+                before: mr,
+                after: mt,
+                z: shift / s,
+            });
+        }
+        if stable.is_empty() || moved == 0 || 2 * back < moved {
+            return None;
+        }
+        let offsets = stable
+            .iter()
+            .map(|c| (c.column, c.after - c.before))
+            .collect();
+        stable.sort_by(|a, b| {
+            b.z.abs()
+                .total_cmp(&a.z.abs())
+                .then(a.column.cmp(&b.column))
+        });
+        let count = stable.len();
+        stable.truncate(p.max_columns);
+        let change = RegimeChange {
+            start_ms: self.ring[tail].0,
+            detected_ms: end_ms,
+            windows: p.settle,
+            flagged,
+            columns: stable,
+            shifted: count,
+            settled: true,
+            offsets,
+        };
+        self.ring.drain(..tail);
         Some(change)
     }
 

@@ -288,7 +288,7 @@ impl Engine {
                     .iter()
                     .any(|(s, e)| win.end_ms > *s && win.end_ms <= *e);
                 // Reference for regime changes (never one itself: it was not scored).
-                observe_regime(host, win.end_ms, false, &row);
+                observe_regime(host, &self.params, win.end_ms, false, &row);
                 host.ring.push_back((win.end_ms, row, excluded));
                 trim(host, &self.params, win.end_ms);
                 out.push(Outcome::Skipped {
@@ -301,7 +301,7 @@ impl Engine {
             let score = score_window(&m.host, win.end_ms, &row, fitted, &host.layout);
             metrics.phase("score", t1.elapsed().as_secs_f64());
             let flagged = score.agreement >= self.params.min_agreement;
-            let change = observe_regime(host, win.end_ms, flagged, &row);
+            let change = observe_regime(host, &self.params, win.end_ms, flagged, &row);
             host.ring.push_back((
                 win.end_ms,
                 row,
@@ -328,12 +328,18 @@ const FULL_ROWS_SPAN: i64 = 60;
 
 fn observe_regime(
     host: &mut HostState,
+    p: &EngineParams,
     end_ms: i64,
     flagged: bool,
     row: &[f64],
 ) -> Option<RegimeChange> {
     if host.regime.is_none() {
-        host.regime = RegimeTracker::new(RegimeParams::default()).ok();
+        let ramp = usize::try_from(p.window.window_ms / p.window.stride_ms.max(1)).unwrap_or(3);
+        host.regime = RegimeTracker::new(RegimeParams {
+            ramp,
+            ..RegimeParams::default()
+        })
+        .ok();
     }
     host.regime.as_mut().and_then(|r| {
         r.observe(RegimeWindow {
@@ -344,8 +350,11 @@ fn observe_regime(
     })
 }
 
-/// A new regime: the baseline keeps only its windows (flagged against the old regime, they
-/// are its normal now) and is refitted on them at once.
+/// A new regime, and the baseline refitted on it at once. A workload's new regime: the
+/// baseline keeps only its windows (flagged against the old regime, they are its normal
+/// now). A level a fault left behind (`change.settled`): the baseline keeps all its windows,
+/// and the history of the settled columns is moved by their offsets, so the new level is
+/// normal and every routine the baseline had learned stays learned.
 fn regime_changed(
     host_name: &str,
     host: &mut HostState,
@@ -354,17 +363,31 @@ fn regime_changed(
     end: i64,
     metrics: &SelfMetrics,
 ) -> RegimeEvent {
-    host.ring.retain(|r| r.0 >= change.start_ms);
-    for r in host.ring.iter_mut() {
+    if change.settled {
+        for r in host.ring.iter_mut().filter(|r| r.0 < change.start_ms) {
+            for &(c, offset) in &change.offsets {
+                if let Some(v) = r.1.get_mut(c) {
+                    *v += offset;
+                }
+            }
+        }
+    } else {
+        host.ring.retain(|r| r.0 >= change.start_ms);
+    }
+    for r in host.ring.iter_mut().filter(|r| r.0 >= change.start_ms) {
         r.2 = false;
     }
     if let Some(f) = host.fitted.as_mut() {
         f.at_ms = i64::MIN / 2;
     }
     maybe_fit(host_name, host, p, end, metrics);
-    // The first fit of the new regime has few windows: fit again once it has lasted as long
+    // The first fit of a new regime has few windows: fit again once it has lasted as long
     // again, rather than a whole `refit_every` later.
-    if let Some(f) = host.fitted.as_mut().filter(|f| f.at_ms == end) {
+    if let Some(f) = host
+        .fitted
+        .as_mut()
+        .filter(|f| f.at_ms == end && !change.settled)
+    {
         f.at_ms = end - p.refit_ms + (end - change.start_ms).max(p.window.stride_ms);
     }
     let layout = &host.layout;

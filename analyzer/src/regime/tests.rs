@@ -175,3 +175,75 @@ fn by_default_a_shift_must_hold_a_minute() {
     assert_eq!(shift(30), 0);
     assert_eq!(shift(70), 1);
 }
+
+/// Feeds 200 windows: calm until 60, a fault in 60..80 (column 0 up by 10, column 1 down by
+/// 5), then `after(i)` gives (column 0, column 1) from window 80 on; flagged from 60 on.
+fn fault_then(after: impl Fn(usize) -> (f64, f64)) -> Vec<(usize, RegimeChange)> {
+    let mut t = RegimeTracker::new(RegimeParams::default()).unwrap();
+    let mut noise = Noise(3);
+    let mut out = Vec::new();
+    for i in 0..200usize {
+        let (a, b) = match i {
+            0..=59 => (0.0, 0.0),
+            60..=79 => (10.0, -5.0),
+            _ => after(i),
+        };
+        let row = [a + noise.next(), b + noise.next(), noise.next()];
+        let w = RegimeWindow {
+            end_ms: 1000 * i as i64,
+            flagged: i >= 60,
+            row: &row,
+        };
+        if let Some(c) = t.observe(w) {
+            out.push((i, c));
+        }
+    }
+    out
+}
+
+#[test]
+fn a_level_a_fault_leaves_behind_settles_in_ten_windows() {
+    // The fault ends at 80: column 0 is back, column 1 stays at 8 (a page cache dropped by a
+    // memory hog). Ten steady windows later the level is the new normal, with its offset.
+    let changes = fault_then(|_| (0.0, 8.0));
+    assert_eq!(changes.len(), 1, "{changes:#?}");
+    let (at, c) = &changes[0];
+    assert_eq!(*at, 89);
+    assert!(c.settled);
+    assert_eq!(c.start_ms, 80_000);
+    assert_eq!(c.columns.len(), 1);
+    assert_eq!(c.columns[0].column, 1);
+    assert_eq!(c.offsets.len(), 1);
+    assert!((c.offsets[0].1 - 8.0).abs() < 0.3, "{:?}", c.offsets);
+}
+
+#[test]
+fn a_fault_that_goes_on_or_a_level_still_moving_does_not_settle() {
+    // The fault holds its level: nothing is back, so only the regime rule (a minute) can
+    // call it a new normal, from the fault's start.
+    let held = fault_then(|_| (10.0, -5.0));
+    assert_eq!(held.len(), 1, "{held:#?}");
+    assert!(!held[0].1.settled);
+    assert_eq!(held[0].1.start_ms, 60_000);
+    // The fault is over but column 1 still jumps between two levels: not settled while it
+    // moves ...
+    let jumping = fault_then(|i| (0.0, if (i / 5) % 2 == 0 { 8.0 } else { 2.0 }));
+    assert!(jumping.iter().all(|(_, c)| !c.settled), "{jumping:#?}");
+    // ... nor while it climbs by more than a quarter of its shift within the last windows
+    // (a ramp of 1 per window has moved 10 in them: it counts as steady once it is 20 away).
+    let ramp = fault_then(|i| (0.0, -5.0 + (i - 80) as f64));
+    assert!(
+        ramp.iter().all(|(at, c)| !c.settled || *at >= 104),
+        "{ramp:#?}"
+    );
+    // Everything back: nothing to settle, no change at all.
+    assert!(fault_then(|_| (0.0, 0.0)).is_empty());
+}
+
+#[test]
+fn settle_is_checked_and_can_be_turned_off() {
+    let d = RegimeParams::default();
+    assert!(RegimeTracker::new(RegimeParams { settle: 2, ..d }).is_err());
+    assert!(RegimeTracker::new(RegimeParams { settle: 60, ..d }).is_err());
+    assert!(RegimeTracker::new(RegimeParams { settle: 0, ..d }).is_ok());
+}

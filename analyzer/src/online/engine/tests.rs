@@ -199,3 +199,55 @@ fn events_on_a_channel_that_was_zero_all_baseline_are_seen() {
         before.iter().map(|w| &w.scores).collect::<Vec<_>>()
     );
 }
+
+#[test]
+fn a_level_left_behind_by_a_fault_settles_and_the_alert_can_end() {
+    let metrics = SelfMetrics::new(&mut Registry::default());
+    let mut e = Engine::new(params());
+    let mut seed = 5;
+    let t0 = 1_700_000_000_000;
+    let hist = host(t0 - 303_000, 303, 0..0, &mut seed);
+    e.learn(&hist, t0 - 300_000, t0, &[], &metrics);
+    // A 20 s fault from t0 + 40 s: the disk bursts and cpu_c drops by 5; when it ends the
+    // disk is back, but cpu_c stays 10 above its old level (a dropped page cache, say).
+    let (from, to) = (t0 + 40_000, t0 + 60_000);
+    let mut live = host(t0 - 3_000, 123, from..to, &mut seed);
+    for t in 0..live.n_steps() {
+        let ts = live.start_ms + t as i64 * live.step_ms;
+        if (from..to).contains(&ts) {
+            live.values[[2, t]] -= 5.0;
+        } else if ts >= to {
+            live.values[[2, t]] += 10.0;
+        }
+    }
+    let out = e.process(&live, t0, t0 + 120_000, &metrics);
+    let scored: Vec<&WindowScore> = out
+        .iter()
+        .filter_map(|o| match o {
+            Outcome::Scored(w) => Some(w),
+            _ => None,
+        })
+        .collect();
+    let flagged = |a: i64, b: i64| {
+        scored
+            .iter()
+            .filter(|w| w.end_ms > t0 + a && w.end_ms <= t0 + b && w.agreement >= 2)
+            .count()
+    };
+    // The fault and the first windows of the new level are flagged ...
+    assert!(flagged(42_000, 58_000) >= 15, "{}", flagged(42_000, 58_000));
+    assert!(flagged(63_000, 70_000) >= 6, "{}", flagged(63_000, 70_000));
+    // ... then the level is the new normal: one settled regime change, and nothing is
+    // flagged from 20 s after the fault on, so its alert resolves.
+    let changes = e.take_regime_changes();
+    assert_eq!(
+        changes.len(),
+        1,
+        "{:?}",
+        changes.iter().map(|c| &c.summary).collect::<Vec<_>>()
+    );
+    let c = &changes[0].change;
+    assert!(c.settled);
+    assert!(c.start_ms > to && c.detected_ms <= to + 20_000, "{c:?}");
+    assert_eq!(flagged(80_000, 120_000), 0);
+}
