@@ -15,7 +15,7 @@ use std::time::Duration;
 use reqwest::header::{HeaderValue, AUTHORIZATION};
 use serde::Deserialize;
 
-use crate::duration::PromDuration;
+use crate::core::duration::PromDuration;
 
 mod retry;
 mod tls;
