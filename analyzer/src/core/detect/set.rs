@@ -18,7 +18,7 @@ pub struct DetectorsConfig {
     pub pca: PcaParams,
     pub iforest: IForestParams,
     /// Whether each detector's baseline is trimmed of its transients before the final fit
-    /// (`online::fit::fit_with`); the paper's literal configuration does not trim.
+    /// (`core::fit::fit_with`); the paper's literal configuration does not trim.
     pub trim: bool,
 }
 
