@@ -170,26 +170,6 @@ pub fn split_range(start_ms: i64, end_ms: i64, step_ms: i64) -> Vec<(i64, i64)> 
     out
 }
 
-/// Percent-encoding of a form value (`application/x-www-form-urlencoded`).
-pub fn form_encode(pairs: &[(&str, &str)]) -> String {
-    let enc = |s: &str| {
-        s.bytes()
-            .map(|b| match b {
-                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                    (b as char).to_string()
-                }
-                b' ' => "+".to_string(),
-                _ => format!("%{b:02X}"),
-            })
-            .collect::<String>()
-    };
-    pairs
-        .iter()
-        .map(|(k, v)| format!("{}={}", enc(k), enc(v)))
-        .collect::<Vec<_>>()
-        .join("&")
-}
-
 fn secs(ms: i64) -> String {
     format!("{}.{:03}", ms.div_euclid(1000), ms.rem_euclid(1000))
 }
@@ -210,7 +190,26 @@ impl PromClient {
         }
     }
 
-    /// One `query_range` POST (the form body keeps long expressions out of URLs and logs).
+    /// One `query_range` POST, its parameters as a form body (which keeps long expressions
+    /// out of URLs and logs).
+    fn query_request(
+        &self,
+        expr: &str,
+        start_ms: i64,
+        end_ms: i64,
+        step_ms: i64,
+    ) -> Result<reqwest::RequestBuilder, PromError> {
+        Ok(self
+            .client
+            .request(reqwest::Method::POST, &self.url)?
+            .form(&[
+                ("query", expr),
+                ("start", &secs(start_ms)),
+                ("end", &secs(end_ms)),
+                ("step", &format!("{}ms", step_ms.max(1))),
+            ]))
+    }
+
     async fn query_once(
         &self,
         expr: &str,
@@ -218,17 +217,7 @@ impl PromClient {
         end_ms: i64,
         step_ms: i64,
     ) -> Result<Matrix, PromError> {
-        let body = form_encode(&[
-            ("query", expr),
-            ("start", &secs(start_ms)),
-            ("end", &secs(end_ms)),
-            ("step", &format!("{}ms", step_ms.max(1))),
-        ]);
-        let rb = self
-            .client
-            .request(reqwest::Method::POST, &self.url)?
-            .header("Content-Type", "application/x-www-form-urlencoded")
-            .body(body);
+        let rb = self.query_request(expr, start_ms, end_ms, step_ms)?;
         let (status, body) = self.client.fetch(&self.url, rb).await?;
         parse_query_range(expr, status, &body)
     }

@@ -89,9 +89,21 @@ fn long_ranges_are_split_on_the_step_grid() {
 
 #[test]
 fn form_values_are_percent_encoded() {
+    let client = crate::http::HttpClient::new(&Default::default()).unwrap();
+    let p = PromClient::new(client, "http://prometheus:9090/");
+    let req = p
+        .query_request("rate(x{a=\"b c\"}[1s])", 1_700_000_000_123, 1_700_000_001_000, 100)
+        .unwrap()
+        .build()
+        .unwrap();
+    assert_eq!(req.url().as_str(), "http://prometheus:9090/api/v1/query_range");
     assert_eq!(
-        form_encode(&[("query", "rate(x{a=\"b c\"}[1s])"), ("step", "100ms")]),
-        "query=rate%28x%7Ba%3D%22b+c%22%7D%5B1s%5D%29&step=100ms"
+        req.headers()["content-type"],
+        "application/x-www-form-urlencoded"
+    );
+    assert_eq!(
+        req.body().and_then(|b| b.as_bytes()).unwrap(),
+        b"query=rate%28x%7Ba%3D%22b+c%22%7D%5B1s%5D%29&start=1700000000.123&end=1700000001.000&step=100ms"
     );
     assert_eq!(secs(1_700_000_000_123), "1700000000.123");
 }
