@@ -35,7 +35,7 @@ use serde::Serialize;
 
 use crate::core::detect::{Detector, DetectorsConfig};
 use crate::core::episodes::{merge_episodes, Episode};
-use crate::core::features::{Extractor, Feature, FeatureConfig, FeatureMatrix};
+use crate::core::features::{Extractor, FeatureConfig, FeatureMatrix};
 use crate::core::matrix::{HostMatrix, Kind, Subsystem};
 use crate::core::fit::{fit_with, Baseline};
 use crate::core::episodes::tracker::severity;
