@@ -199,15 +199,17 @@ impl PromClient {
         end_ms: i64,
         step_ms: i64,
     ) -> Result<reqwest::RequestBuilder, PromError> {
+        let (start, end, step) = (secs(start_ms), secs(end_ms), format!("{}ms", step_ms.max(1)));
+        let form: [(&str, &str); 4] = [
+            ("query", expr),
+            ("start", &start),
+            ("end", &end),
+            ("step", &step),
+        ];
         Ok(self
             .client
             .request(reqwest::Method::POST, &self.url)?
-            .form(&[
-                ("query", expr),
-                ("start", &secs(start_ms)),
-                ("end", &secs(end_ms)),
-                ("step", &format!("{}ms", step_ms.max(1))),
-            ]))
+            .form(&form))
     }
 
     async fn query_once(
