@@ -23,7 +23,6 @@ pub use crate::ingest::kinds::{MetricKind, MetricSpec};
 pub use lines::key_lines;
 use lines::locate;
 
-
 /// Declares a config block with the Prometheus-style HTTP client keys inline (as Prometheus
 /// writes them under `remote_write:` or `alertmanagers:`), plus `http_client()` to extract them.
 macro_rules! with_http_client {

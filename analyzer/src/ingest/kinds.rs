@@ -329,6 +329,33 @@ mod tests {
     use super::*;
 
     #[test]
+    fn channel_names_skip_functions_keywords_and_labels() {
+        let name = |e: &str| {
+            MetricSpec {
+                expr: e.into(),
+                name: None,
+                subsystem: "cpu".into(),
+                kind: None,
+            }
+            .channel_name()
+        };
+        assert_eq!(name("rate(foo_total[1s])"), "foo_total");
+        assert_eq!(
+            name("sum by (mode) (rate(bar_total{mode=\"idle\"}[5m]))"),
+            "bar_total"
+        );
+        assert_eq!(name("1e3 * baz"), "baz");
+        assert_eq!(name("{__name__=~\"x.*\"}"), "{__name__=~\"x.*\"}");
+        let named = MetricSpec {
+            expr: "up".into(),
+            name: Some("alive".into()),
+            subsystem: "cpu".into(),
+            kind: None,
+        };
+        assert_eq!(named.channel_name(), "alive");
+    }
+
+    #[test]
     fn defaults_by_name_and_type() {
         use MetricType::*;
         let k = default_kind;
