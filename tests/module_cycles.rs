@@ -597,7 +597,11 @@ fn no_import_cycles_between_top_level_modules() {
         report.push_str(&format!(
             "{label}: {} {} modules, {} cycles\n",
             g.modules.len(),
-            if base.is_empty() { "top-level" } else { "child" },
+            if base.is_empty() {
+                "top-level"
+            } else {
+                "child"
+            },
             found.len()
         ));
         for c in &found {
@@ -712,7 +716,10 @@ fn the_checker_finds_cycles_between_the_children_of_a_nested_module() {
             // top-level edge core -> out, which is no cycle).
             ("core/a.rs", "use crate::core::b::X;\npub fn f() {}\n"),
             ("core/b.rs", "pub struct X;\nfn g() { super::a::f() }\n"),
-            ("core/c.rs", "use crate::core::{a::f, self as me};\nmod d;\nuse crate::out::Y;\n"),
+            (
+                "core/c.rs",
+                "use crate::core::{a::f, self as me};\nmod d;\nuse crate::out::Y;\n",
+            ),
             ("core/c/d.rs", "use super::super::c;\n"),
             ("out.rs", "pub struct Y;\n"),
         ],

@@ -13,8 +13,8 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::core::detect::ParamError;
-use crate::http::{Authorization, BasicAuth, HttpClientConfig, Secret, TlsConfig};
 use crate::core::window::WindowConfig;
+use crate::http::{Authorization, BasicAuth, HttpClientConfig, Secret, TlsConfig};
 
 mod lines;
 pub use crate::core::duration::{parse_duration, PromDuration};

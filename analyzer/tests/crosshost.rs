@@ -6,7 +6,9 @@ mod support;
 
 use reveal_analyzer::core::crosshost::{self, CrossHostParams, CrossHostTracker, Method};
 use reveal_analyzer::core::features::{Extractor, Feature, FeatureConfig, FeatureMatrix};
-use reveal_analyzer::core::matrix::{Channel, HostMatrix, Kind, MatrixBuilder, MetricType, Subsystem};
+use reveal_analyzer::core::matrix::{
+    Channel, HostMatrix, Kind, MatrixBuilder, MetricType, Subsystem,
+};
 use reveal_analyzer::core::window::{plan_windows, WindowConfig};
 use support::XorShift;
 

@@ -6,17 +6,17 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
-use clap::ValueEnum;
-use crate::core::duration::parse_duration;
 use crate::core::crosshost::{self, CrossHostParams};
 use crate::core::detect::DetectorsConfig;
+use crate::core::duration::parse_duration;
 use crate::core::features::FeatureConfig;
-use crate::ingest::kinds::MetricSet;
 use crate::core::pipeline::{analyze, AnalyzeParams};
-use crate::outputs::report::{deviation_lines, json_lines, markdown};
-use crate::ingest::{FileFormat, FileSource, Source, SourceOptions};
 use crate::core::window::WindowConfig;
+use crate::ingest::kinds::MetricSet;
+use crate::ingest::{FileFormat, FileSource, Source, SourceOptions};
+use crate::outputs::report::{deviation_lines, json_lines, markdown};
+use anyhow::Context;
+use clap::ValueEnum;
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum Format {

@@ -3,7 +3,9 @@
 
 use std::path::PathBuf;
 
-use crate::core::prune::{correlate, curves, curves_csv, selection::selection_yaml, thresholds, union};
+use crate::core::prune::{
+    correlate, curves, curves_csv, selection::selection_yaml, thresholds, union,
+};
 use crate::ingest::kinds::MetricSet;
 use crate::ingest::{FileFormat, FileSource, Source, SourceOptions};
 

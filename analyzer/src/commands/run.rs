@@ -14,16 +14,16 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::outputs::alertmanager::AlertSender;
-use crate::outputs::checkpoint::{Checkpoint, Store};
 use crate::config::Config;
-use crate::core::matrix::HostMatrix;
 use crate::core::episodes::tracker::{Event, Tracker};
-use crate::online::{Engine, Outcome};
-use crate::outputs::remote_write::{Batch, RemoteWriter, WindowPoint};
+use crate::core::matrix::HostMatrix;
 use crate::ingest::prometheus::PrometheusSource;
 use crate::ingest::scrape::ScrapeSource;
 use crate::ingest::{Source, SourceError, TimeRange};
+use crate::online::{Engine, Outcome};
+use crate::outputs::alertmanager::AlertSender;
+use crate::outputs::checkpoint::{Checkpoint, Store};
+use crate::outputs::remote_write::{Batch, RemoteWriter, WindowPoint};
 
 pub use crate::outputs::metrics::SelfMetrics;
 pub use crate::outputs::server::{Health, Server};

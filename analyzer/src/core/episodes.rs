@@ -80,7 +80,6 @@ pub struct OpenEpisode {
     pub detectors: String,
 }
 
-
 /// One incident on one host.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Episode {

@@ -34,15 +34,15 @@ use ndarray::{Array2, Axis};
 use serde::Serialize;
 
 use crate::core::detect::{Detector, DetectorsConfig};
-use crate::core::episodes::{merge_episodes, Episode};
-use crate::core::features::{Extractor, FeatureConfig, FeatureMatrix};
-use crate::core::matrix::{HostMatrix, Kind, Subsystem};
-use crate::core::fit::{fit_with, Baseline};
 use crate::core::episodes::tracker::severity;
+use crate::core::episodes::{merge_episodes, Episode};
+pub use crate::core::episodes::{Evidence, FlaggedWindow};
+use crate::core::features::{Extractor, FeatureConfig, FeatureMatrix};
+use crate::core::fit::{fit_with, Baseline};
+use crate::core::matrix::{HostMatrix, Kind, Subsystem};
 use crate::core::regime::RegimeParams;
 use crate::core::stats::column_medians;
 use crate::core::window::{plan_windows, SkipReason, WindowConfig};
-pub use crate::core::episodes::{Evidence, FlaggedWindow};
 pub use claims::claim;
 pub use regimes::RegimeReport;
 

@@ -84,7 +84,11 @@ mod tests {
             sorted.sort_by(f64::total_cmp);
             let mut scratch = v.clone();
             assert_eq!(median(&mut scratch), median_sorted(&sorted), "{v:?}");
-            assert_eq!(quantile_sorted(&sorted, 0.5), median_sorted(&sorted), "{v:?}");
+            assert_eq!(
+                quantile_sorted(&sorted, 0.5),
+                median_sorted(&sorted),
+                "{v:?}"
+            );
         }
         assert_eq!(median(&mut [4.0, 1.0, 3.0, 2.0]), 2.5);
     }
@@ -99,12 +103,20 @@ mod tests {
         assert!((percentile(&v, 90.0) - 7.6).abs() < 1e-12);
         assert_eq!(percentile(&v, 100.0), 10.0);
         assert_eq!(percentile(&[], 50.0), 0.0);
-        assert_eq!(quantile_sorted(&[1.0, 2.0, 3.0, 4.0, 10.0], 0.9), percentile(&v, 90.0));
+        assert_eq!(
+            quantile_sorted(&[1.0, 2.0, 3.0, 4.0, 10.0], 0.9),
+            percentile(&v, 90.0)
+        );
     }
 
     #[test]
     fn column_medians_skip_missing_values() {
-        let x = array![[1.0, f64::NAN], [f64::INFINITY, f64::NAN], [3.0, f64::NAN], [2.0, f64::NAN]];
+        let x = array![
+            [1.0, f64::NAN],
+            [f64::INFINITY, f64::NAN],
+            [3.0, f64::NAN],
+            [2.0, f64::NAN]
+        ];
         let m = column_medians(&x);
         assert_eq!(m[0], 2.0);
         assert!(m[1].is_nan());

@@ -10,15 +10,15 @@
 pub mod csv;
 pub mod kinds;
 pub mod openmetrics;
-pub mod prometheus;
 pub mod promapi;
+pub mod prometheus;
 pub mod scrape;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-use crate::ingest::kinds::MetricSet;
 use crate::core::matrix::{Channel, HostMatrix, MatrixBuilder, MatrixError, MetricType};
+use crate::ingest::kinds::MetricSet;
 
 /// A half-open time range `[start_ms, end_ms)` in ms since the epoch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -199,7 +199,11 @@ impl PromClient {
         end_ms: i64,
         step_ms: i64,
     ) -> Result<reqwest::RequestBuilder, PromError> {
-        let (start, end, step) = (secs(start_ms), secs(end_ms), format!("{}ms", step_ms.max(1)));
+        let (start, end, step) = (
+            secs(start_ms),
+            secs(end_ms),
+            format!("{}ms", step_ms.max(1)),
+        );
         let form: [(&str, &str); 4] = [
             ("query", expr),
             ("start", &start),

@@ -9,8 +9,8 @@
 
 use std::time::Instant;
 
-use crate::ingest::kinds::{default_kind, MetricKind, MetricSet, MetricSpec};
 use crate::core::matrix::{HostMatrix, Kind, MetricType};
+use crate::ingest::kinds::{default_kind, MetricKind, MetricSet, MetricSpec};
 use crate::ingest::promapi::{Matrix, PromClient, PromError};
 use crate::ingest::{Assembler, Source, SourceError, SourceOptions, TimeRange};
 
@@ -213,7 +213,11 @@ mod tests {
         }
     }
 
-    fn spec(expr: &str, subsystem: &str, kind: Option<crate::ingest::kinds::MetricKind>) -> MetricSpec {
+    fn spec(
+        expr: &str,
+        subsystem: &str,
+        kind: Option<crate::ingest::kinds::MetricKind>,
+    ) -> MetricSpec {
         MetricSpec {
             expr: expr.into(),
             name: None,

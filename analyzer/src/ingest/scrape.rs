@@ -11,9 +11,9 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::core::matrix::HostMatrix;
 use crate::http::HttpClient;
 use crate::ingest::kinds::MetricSet;
-use crate::core::matrix::HostMatrix;
 use crate::ingest::openmetrics::parse_openmetrics;
 use crate::ingest::{Source, SourceError, SourceOptions, TimeRange};
 

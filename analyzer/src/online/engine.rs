@@ -14,13 +14,13 @@ use ndarray::{Array1, Array2};
 use crate::config::AnalysisConfig;
 use crate::core::detect::DetectorsConfig;
 use crate::core::features::{Extractor, Feature, FeatureConfig};
-use crate::core::matrix::{HostMatrix, Kind, Subsystem};
 use crate::core::fit::{fit_with, Baseline, Fitted};
+use crate::core::matrix::{HostMatrix, Kind, Subsystem};
+use crate::core::regime::{RegimeChange, RegimeParams, RegimeTracker, RegimeWindow};
+use crate::core::window::{plan_windows, SkipReason, WindowConfig};
 use crate::online::group::{FullCol, FullRow, GroupOutput, GroupStage, RegimeEvent};
 use crate::online::{Outcome, WindowScore};
-use crate::core::regime::{RegimeChange, RegimeParams, RegimeTracker, RegimeWindow};
 use crate::outputs::metrics::SelfMetrics;
-use crate::core::window::{plan_windows, SkipReason, WindowConfig};
 
 /// Features a claim cites per detector.
 const TOP_K: usize = 5;

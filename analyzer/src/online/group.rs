@@ -18,13 +18,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::outputs::alertmanager::Finding;
 use crate::core::crosshost::{
     CrossHostParams, CrossHostTracker, GroupBuilder, HostDeviation, ParamError,
 };
 use crate::core::features::Feature;
 use crate::core::matrix::Subsystem;
 use crate::core::regime::RegimeChange;
+use crate::outputs::alertmanager::Finding;
 
 /// How long a `RevealRegimeChange` alert stays firing: it reports an event, not a state.
 pub const REGIME_ALERT_HOLD_MS: i64 = 10 * 60 * 1000;

@@ -4,8 +4,8 @@
 use std::time::SystemTime;
 
 use super::at;
-use crate::outputs::alertmanager::{AlertSender, Finding};
 use crate::core::episodes::OpenEpisode;
+use crate::outputs::alertmanager::{AlertSender, Finding};
 
 /// The subsystems an episode alerts on (checkpoints from before per-subsystem alerts hold
 /// only the heaviest).

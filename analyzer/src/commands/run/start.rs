@@ -8,17 +8,17 @@ use prometheus_client::registry::Registry;
 
 use super::alerts::upsert_alerts;
 use super::{at, Health, Input, SelfMetrics, Server, Service, ServiceError, MAX_PENDING_SAMPLES};
-use crate::outputs::alertmanager::AlertSender;
-use crate::outputs::checkpoint::{Checkpoint, Store};
 use crate::config::Config;
+use crate::core::episodes::tracker::{Tracker, TrackerParams};
 use crate::http::HttpClient;
 use crate::ingest::kinds::MetricSet;
-use crate::core::episodes::tracker::{Tracker, TrackerParams};
-use crate::online::{Engine, EngineParams};
 use crate::ingest::promapi::PromClient;
-use crate::outputs::remote_write::RemoteWriter;
 use crate::ingest::prometheus::PrometheusSource;
 use crate::ingest::scrape::ScrapeSource;
+use crate::online::{Engine, EngineParams};
+use crate::outputs::alertmanager::AlertSender;
+use crate::outputs::checkpoint::{Checkpoint, Store};
+use crate::outputs::remote_write::RemoteWriter;
 
 impl Service {
     /// Builds the service from a checked config: clients, checkpoint, HTTP listener.

@@ -172,8 +172,10 @@ pub fn analyze_matrices(
     window: &crate::core::window::WindowConfig,
     params: CrossHostParams,
 ) -> Result<Vec<HostDeviation>, ParamError> {
-    let mut ex =
-        crate::core::features::Extractor::new(crate::core::features::FeatureConfig { adf: false }, *window);
+    let mut ex = crate::core::features::Extractor::new(
+        crate::core::features::FeatureConfig { adf: false },
+        *window,
+    );
     let fms: Vec<FeatureMatrix> = hosts
         .iter()
         .filter_map(|m| {

@@ -92,11 +92,19 @@ fn form_values_are_percent_encoded() {
     let client = crate::http::HttpClient::new(&Default::default()).unwrap();
     let p = PromClient::new(client, "http://prometheus:9090/");
     let req = p
-        .query_request("rate(x{a=\"b c\"}[1s])", 1_700_000_000_123, 1_700_000_001_000, 100)
+        .query_request(
+            "rate(x{a=\"b c\"}[1s])",
+            1_700_000_000_123,
+            1_700_000_001_000,
+            100,
+        )
         .unwrap()
         .build()
         .unwrap();
-    assert_eq!(req.url().as_str(), "http://prometheus:9090/api/v1/query_range");
+    assert_eq!(
+        req.url().as_str(),
+        "http://prometheus:9090/api/v1/query_range"
+    );
     assert_eq!(
         req.headers()["content-type"],
         "application/x-www-form-urlencoded"

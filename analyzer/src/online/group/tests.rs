@@ -3,9 +3,9 @@ use prometheus_client::registry::Registry;
 use super::*;
 use crate::core::features::FeatureConfig;
 use crate::core::matrix::{Channel, HostMatrix, Kind, MetricType};
+use crate::core::window::WindowConfig;
 use crate::online::engine::{Engine, EngineParams};
 use crate::outputs::metrics::SelfMetrics;
-use crate::core::window::WindowConfig;
 
 fn noise(seed: &mut u64) -> f64 {
     *seed ^= *seed << 13;

@@ -158,7 +158,10 @@ impl PcaParams {
 impl PcaParams {
     /// Whether `w` holds exactly the components this configuration would fit
     /// (see `PcaModel::from_workload`).
-    pub(crate) fn matches_workload(&self, w: &crate::core::detect::residual::WorkloadModel) -> bool {
+    pub(crate) fn matches_workload(
+        &self,
+        w: &crate::core::detect::residual::WorkloadModel,
+    ) -> bool {
         self.scaling
             == (if w.tails {
                 Scaling::RobustTails
