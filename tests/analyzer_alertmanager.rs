@@ -4,8 +4,8 @@
 
 use std::time::{Duration, Instant, SystemTime};
 
-use reveal_analyzer::alertmanager::{AlertSender, Finding};
 use reveal_analyzer::http::{HttpClient, HttpClientConfig};
+use reveal_analyzer::outputs::alertmanager::{AlertSender, Finding};
 use reveal_e2e::alertmanager::{self, Alertmanager};
 use reveal_e2e::recorder::{Recorder, Request};
 
@@ -148,7 +148,10 @@ fn alert_raised_while_alertmanager_is_down_arrives_after_restart() {
     assert_eq!(alerts[0]["labels"]["instance"], "node-7:19190");
     // The alert keeps the time the finding started, not the time it was finally delivered.
     let starts = alerts[0]["startsAt"].as_str().unwrap();
-    assert_eq!(starts, reveal_analyzer::alertmanager::rfc3339(start));
+    assert_eq!(
+        starts,
+        reveal_analyzer::outputs::alertmanager::rfc3339(start)
+    );
     assert!(hook
         .wait_for(Duration::from_secs(15), |r| webhook_status(r, "firing"))
         .is_some());

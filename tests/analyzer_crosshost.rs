@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use reveal_analyzer::http::{HttpClient, HttpClientConfig};
-use reveal_analyzer::remote_write::{Batch, RemoteWriter};
+use reveal_analyzer::outputs::remote_write::{Batch, RemoteWriter};
 use reveal_e2e::analyzer::Analyzer;
 use reveal_e2e::prometheus::{self, Prometheus};
 

@@ -4,8 +4,8 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use reveal_analyzer::http::{HttpClient, HttpClientConfig};
-use reveal_analyzer::promapi::{PromClient, PromError};
-use reveal_analyzer::remote_write::{Batch, RemoteWriter};
+use reveal_analyzer::ingest::promapi::{PromClient, PromError};
+use reveal_analyzer::outputs::remote_write::{Batch, RemoteWriter};
 use reveal_e2e::prometheus::{self, Prometheus};
 use reveal_e2e::recorder::Recorder;
 

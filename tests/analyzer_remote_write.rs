@@ -4,7 +4,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use reveal_analyzer::http::{HttpClient, HttpClientConfig};
-use reveal_analyzer::remote_write::{Batch, RemoteWriter, WindowPoint};
+use reveal_analyzer::outputs::remote_write::{Batch, RemoteWriter, WindowPoint};
 use reveal_e2e::prometheus::{self, Prometheus};
 use reveal_e2e::{free_port, loopback};
 

@@ -11,7 +11,7 @@ use reveal_analyzer::config::PromDuration;
 use reveal_analyzer::http::{
     BasicAuth, HttpClient, HttpClientConfig, HttpError, Secret, TlsConfig,
 };
-use reveal_analyzer::promapi::{PromClient, PromError};
+use reveal_analyzer::ingest::promapi::{PromClient, PromError};
 use reveal_e2e::prometheus::{self, PROMETHEUS};
 use reveal_e2e::{free_port, loopback, require_tool, Proc, TempDir};
 

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use reveal_analyzer::prune::cli::{run_cli, PruneArgs};
+use reveal_analyzer::commands::prune::{run_cli, PruneArgs};
 use reveal_exporter::collectors::Settings;
 use reveal_exporter::runner::{known_descs, Format, Runner};
 use reveal_exporter::selection::Selection;

@@ -11,10 +11,10 @@
 use std::time::Instant;
 
 use ndarray::Array2;
-use reveal_analyzer::crosshost::{CrossHostParams, CrossHostTracker, GroupBuilder};
-use reveal_analyzer::features::Feature;
-use reveal_analyzer::matrix::{Channel, HostMatrix, Kind, MetricType, Subsystem};
-use reveal_analyzer::prune::{correlate, curves, thresholds};
+use reveal_analyzer::core::crosshost::{CrossHostParams, CrossHostTracker, GroupBuilder};
+use reveal_analyzer::core::features::Feature;
+use reveal_analyzer::core::matrix::{Channel, HostMatrix, Kind, MetricType, Subsystem};
+use reveal_analyzer::core::prune::{correlate, curves, thresholds};
 
 const CHANNELS: usize = 700;
 

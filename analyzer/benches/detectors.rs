@@ -12,12 +12,12 @@
 
 use std::time::Instant;
 
-use reveal_analyzer::detect::iforest::{ForestInput, IForestParams};
-use reveal_analyzer::detect::pca::PcaParams;
-use reveal_analyzer::detect::synthetic::{generate, Synthetic, SyntheticSpec};
-use reveal_analyzer::detect::zscore::ZScoreParams;
-use reveal_analyzer::detect::{DetectError, Detector, DetectorsConfig, Fit};
-use reveal_analyzer::eval::roc_auc;
+use reveal_analyzer::core::detect::iforest::{ForestInput, IForestParams};
+use reveal_analyzer::core::detect::pca::PcaParams;
+use reveal_analyzer::core::detect::synthetic::{generate, Synthetic, SyntheticSpec};
+use reveal_analyzer::core::detect::zscore::ZScoreParams;
+use reveal_analyzer::core::detect::{DetectError, Detector, DetectorsConfig, Fit};
+use reveal_analyzer::core::eval::roc_auc;
 
 /// Time this thread has spent on a CPU, in seconds (Linux schedstat), so
 /// the table also reads right on a machine shared with other work.
@@ -125,7 +125,7 @@ fn main() {
                 let per_window_us = (thread_cpu_s() - cpu) * 1e6 / scores.len() as f64;
                 let auc = roc_auc(&scores, &data.labels).expect("both classes present");
                 for (c, s) in combined.iter_mut().zip(&scores) {
-                    *c = c.max(reveal_analyzer::detect::relative(*s, m.threshold()));
+                    *c = c.max(reveal_analyzer::core::detect::relative(*s, m.threshold()));
                 }
                 let hits = scores
                     .iter()

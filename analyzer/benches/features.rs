@@ -12,9 +12,9 @@
 use std::time::Instant;
 
 use ndarray::Array2;
-use reveal_analyzer::features::{columns_for, Extractor, FeatureConfig};
-use reveal_analyzer::matrix::{Channel, HostMatrix, Kind, MetricType, Subsystem};
-use reveal_analyzer::window::{Window, WindowConfig};
+use reveal_analyzer::core::features::{columns_for, Extractor, FeatureConfig};
+use reveal_analyzer::core::matrix::{Channel, HostMatrix, Kind, MetricType, Subsystem};
+use reveal_analyzer::core::window::{Window, WindowConfig};
 
 const CHANNELS: usize = 700;
 const SAMPLES: usize = 30;

@@ -9,13 +9,13 @@
 
 use prometheus_client::registry::Registry;
 use reveal_analyzer::config::Config;
+use reveal_analyzer::core::episodes::tracker::{Event, Tracker, TrackerParams};
 use reveal_analyzer::http::HttpClient;
-use reveal_analyzer::online::tracker::{Event, Tracker, TrackerParams};
+use reveal_analyzer::ingest::promapi::PromClient;
+use reveal_analyzer::ingest::prometheus::PrometheusSource;
+use reveal_analyzer::ingest::TimeRange;
 use reveal_analyzer::online::{Engine, EngineParams, Outcome};
-use reveal_analyzer::promapi::PromClient;
-use reveal_analyzer::service::SelfMetrics;
-use reveal_analyzer::source::prometheus::PrometheusSource;
-use reveal_analyzer::source::TimeRange;
+use reveal_analyzer::outputs::metrics::SelfMetrics;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {

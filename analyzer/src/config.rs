@@ -12,18 +12,16 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::detect::ParamError;
+use crate::core::detect::ParamError;
+use crate::core::window::WindowConfig;
 use crate::http::{Authorization, BasicAuth, HttpClientConfig, Secret, TlsConfig};
-use crate::matrix::Kind;
-use crate::window::WindowConfig;
 
 mod lines;
-pub use crate::duration::{parse_duration, PromDuration};
+pub use crate::core::duration::{parse_duration, PromDuration};
+pub use crate::core::matrix::SUBSYSTEMS;
+pub use crate::ingest::kinds::{MetricKind, MetricSpec};
 pub use lines::key_lines;
 use lines::locate;
-
-/// Subsystems a metric can be attributed to; the same five as the exporter's metric names.
-pub const SUBSYSTEMS: [&str; 5] = ["cpu", "gpu", "memory", "network", "storage"];
 
 /// Declares a config block with the Prometheus-style HTTP client keys inline (as Prometheus
 /// writes them under `remote_write:` or `alertmanagers:`), plus `http_client()` to extract them.
@@ -120,107 +118,6 @@ with_http_client! {
     }
 }
 
-/// One entry of the metric set.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct MetricSpec {
-    /// PromQL expression (Prometheus source) or metric-name regex (scrape source) selecting
-    /// the series; every series is one channel of its host.
-    pub expr: String,
-    /// Channel name for series without a `__name__` (results of functions like `rate`);
-    /// defaults to the first metric name in `expr`.
-    pub name: Option<String>,
-    /// Subsystem the channels are attributed to.
-    pub subsystem: String,
-    /// `dynamic`, `event` or `static`; when absent, the analyzer's default by name and type.
-    pub kind: Option<MetricKind>,
-}
-
-impl MetricSpec {
-    /// The explicit `name`, else the first identifier in `expr` that is not a function call
-    /// or a PromQL keyword (`rate(foo_total[1s])` → `foo_total`), else the expression itself.
-    pub fn channel_name(&self) -> String {
-        if let Some(n) = &self.name {
-            return n.clone();
-        }
-        // Aggregations may be written `sum by (x) (...)`, so they are not always followed by
-        // `(`; grouping keywords are followed by a label list, which is skipped.
-        const KEYWORDS: [&str; 16] = [
-            "and", "or", "unless", "offset", "bool", "sum", "min", "max", "avg", "count", "group",
-            "stddev", "stdvar", "topk", "bottomk", "quantile",
-        ];
-        const GROUPING: [&str; 6] = [
-            "by",
-            "without",
-            "on",
-            "ignoring",
-            "group_left",
-            "group_right",
-        ];
-        let b = self.expr.as_bytes();
-        let mut i = 0;
-        while i < b.len() {
-            let c = b[i];
-            if c == b'"' || c == b'\'' {
-                // Skip label values: they are not names.
-                i += 1;
-                while i < b.len() && b[i] != c {
-                    i += if b[i] == b'\\' { 2 } else { 1 };
-                }
-                i += 1;
-            } else if c == b'[' {
-                // Range durations (`[1s]`) and subqueries hold no names.
-                i = self.expr[i..].find(']').map_or(b.len(), |p| i + p + 1);
-            } else if c.is_ascii_digit() {
-                // Numbers like `1e3` or `0x1f` must not yield `e3` or `x1f`.
-                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'.') {
-                    i += 1;
-                }
-            } else if c.is_ascii_alphabetic() || c == b'_' || c == b':' {
-                let start = i;
-                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b':')
-                {
-                    i += 1;
-                }
-                let word = &self.expr[start..i];
-                let next = self.expr[i..].trim_start();
-                let in_braces = self.expr[..start].matches('{').count()
-                    > self.expr[..start].matches('}').count();
-                if GROUPING.contains(&word) {
-                    if next.starts_with('(') {
-                        i = self.expr[i..].find(')').map_or(b.len(), |p| i + p + 1);
-                    }
-                    continue;
-                }
-                if !next.starts_with('(') && !KEYWORDS.contains(&word) && !in_braces {
-                    return word.to_string();
-                }
-            } else {
-                i += 1;
-            }
-        }
-        self.expr.trim().to_string()
-    }
-}
-
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum MetricKind {
-    Dynamic,
-    Event,
-    Static,
-}
-
-impl From<MetricKind> for Kind {
-    fn from(k: MetricKind) -> Kind {
-        match k {
-            MetricKind::Dynamic => Kind::Dynamic,
-            MetricKind::Event => Kind::Event,
-            MetricKind::Static => Kind::Static,
-        }
-    }
-}
-
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct AnalysisConfig {
@@ -244,7 +141,7 @@ pub struct AnalysisConfig {
     /// Parameters of the three detectors: absent or `default` for the defaults
     /// (docs/detection.md), `literal` for the paper's configuration, or a map of parameters.
     #[serde(deserialize_with = "detectors_spec")]
-    pub detectors: Option<crate::detect::DetectorsConfig>,
+    pub detectors: Option<crate::core::detect::DetectorsConfig>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
@@ -259,10 +156,9 @@ pub struct EpisodeConfig {
 }
 
 impl EpisodeConfig {
-    /// Quiet windows that close an episode by default: at a 1 s stride an alert resolves
-    /// 5 s after the last flagged window, and a lull of up to 4 windows inside one fault
-    /// does not split it into several episodes (the offline `analyze` merges with the same gap).
-    pub const DEFAULT_CLOSE_AFTER: u32 = 5;
+    /// Quiet windows that close an episode by default
+    /// ([`crate::core::episodes::DEFAULT_CLOSE_AFTER`]).
+    pub const DEFAULT_CLOSE_AFTER: u32 = crate::core::episodes::DEFAULT_CLOSE_AFTER;
 }
 
 impl Default for EpisodeConfig {
@@ -308,19 +204,19 @@ impl AnalysisConfig {
 /// `analysis.detectors`: a preset name or a map of parameters.
 fn detectors_spec<'de, D: serde::Deserializer<'de>>(
     d: D,
-) -> Result<Option<crate::detect::DetectorsConfig>, D::Error> {
+) -> Result<Option<crate::core::detect::DetectorsConfig>, D::Error> {
     use serde::de::Error;
     let v = serde_yaml::Value::deserialize(d)?;
     match v {
         serde_yaml::Value::Null => Ok(None),
         serde_yaml::Value::String(name) => match name.as_str() {
-            "default" => Ok(Some(crate::detect::DetectorsConfig::default())),
-            "literal" => Ok(Some(crate::detect::DetectorsConfig::literal())),
+            "default" => Ok(Some(crate::core::detect::DetectorsConfig::default())),
+            "literal" => Ok(Some(crate::core::detect::DetectorsConfig::literal())),
             other => Err(D::Error::custom(format!(
                 "unknown detector preset `{other}` (expected `default`, `literal` or a map of parameters)"
             ))),
         },
-        other => crate::detect::DetectorsConfig::deserialize(other)
+        other => crate::core::detect::DetectorsConfig::deserialize(other)
             .map(Some)
             .map_err(D::Error::custom),
     }

@@ -1,27 +1,18 @@
-//! Reveal's analysis library: windows, features, detectors, attribution, episodes, reports.
+//! Reveal's analysis library, in layers (docs/ARCHITECTURE.md): imports point down only.
+//!
+//! - [`commands`]: `analyze`, `run`, `prune`, `compare` — wiring, the clock, the runtime;
+//! - [`online`]: the live service's analysis loop (engine, cross-host group, reports);
+//! - [`config`]: the YAML configuration of `run`;
+//! - [`ingest`] and [`outputs`]: telemetry in (Prometheus, scrape, recordings), results out
+//!   (remote write, Alertmanager, reports, checkpoint, self-metrics);
+//! - [`http`]: the one outgoing HTTP client both use;
+//! - [`core`]: pure analysis — windows, features, detectors, attribution, episodes, regimes,
+//!   cross-host comparison — no I/O, no clock, no async.
 #![forbid(unsafe_code)]
-pub mod alertmanager;
-pub mod attribution;
-pub mod checkpoint;
-pub mod claim;
-pub mod compare;
+pub mod commands;
 pub mod config;
-pub mod crosshost;
-pub mod detect;
-pub mod duration;
-pub mod episodes;
-pub mod eval;
-pub mod features;
+pub mod core;
 pub mod http;
-pub mod kinds;
-pub mod matrix;
+pub mod ingest;
 pub mod online;
-pub mod pipeline;
-pub mod promapi;
-pub mod prune;
-pub mod regime;
-pub mod remote_write;
-pub mod report;
-pub mod service;
-pub mod source;
-pub mod window;
+pub mod outputs;

@@ -4,8 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-
-mod analyze_cmd;
+use reveal_analyzer::commands::{analyze, compare, prune};
 
 #[derive(Parser)]
 #[command(
@@ -23,13 +22,13 @@ enum Command {
     /// Run the online service: read telemetry every stride, write anomaly series, send alerts.
     Run(RunArgs),
     /// Analyze a recording offline: print the Markdown report, write the JSON lines.
-    Analyze(analyze_cmd::AnalyzeArgs),
+    Analyze(analyze::AnalyzeArgs),
     /// Prune correlated metrics over recorded runs (paper §4.1): write the exporter's
     /// selection file and the threshold curves.
-    Prune(reveal_analyzer::prune::cli::PruneArgs),
+    Prune(prune::PruneArgs),
     /// Agreement of two sets of anomaly intervals (paper §5.5): IoU, hit rates byCount and
     /// byLength, per host and overall.
-    Compare(reveal_analyzer::compare::CompareArgs),
+    Compare(compare::CompareArgs),
 }
 
 /// Prints a command's text output, or its error with exit status 2 (bad input).
@@ -85,7 +84,7 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .worker_threads(2)
         .enable_all()
         .build()?;
-    rt.block_on(reveal_analyzer::service::run(config))?;
+    rt.block_on(reveal_analyzer::commands::run::run(config))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -93,9 +92,9 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let res = match cli.command {
         Command::Run(args) => run(args),
-        Command::Analyze(args) => analyze_cmd::run(args),
-        Command::Prune(args) => print_result(reveal_analyzer::prune::cli::run_cli(&args)),
-        Command::Compare(args) => print_result(reveal_analyzer::compare::run_cli(&args)),
+        Command::Analyze(args) => analyze::run(args),
+        Command::Prune(args) => print_result(prune::run_cli(&args)),
+        Command::Compare(args) => print_result(compare::run_cli(&args)),
     };
     match res {
         Ok(code) => code,

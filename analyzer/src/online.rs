@@ -2,12 +2,12 @@
 //! every stride, independent of where the data comes from and where findings go.
 
 pub mod engine;
-pub mod fit;
 pub mod group;
 pub mod reports;
-pub mod tracker;
 
 use serde::Serialize;
+
+use crate::core::episodes::tracker;
 
 pub use engine::{Engine, EngineParams, Status};
 

@@ -3,9 +3,9 @@
 
 mod support;
 
-use reveal_analyzer::matrix::{Kind, MetricType, Subsystem};
-use reveal_analyzer::source::openmetrics::parse_openmetrics;
-use reveal_analyzer::source::SourceOptions;
+use reveal_analyzer::core::matrix::{Kind, MetricType, Subsystem};
+use reveal_analyzer::ingest::openmetrics::parse_openmetrics;
+use reveal_analyzer::ingest::SourceOptions;
 use support::{analyze, analyze_recording, csv_recording, signal_columns, text, tmpdir, Lcg};
 
 const CAPTURE: &str = include_str!("fixtures/capture/exporter-2s.prom");

@@ -4,10 +4,12 @@
 
 mod support;
 
-use reveal_analyzer::crosshost::{self, CrossHostParams, CrossHostTracker, Method};
-use reveal_analyzer::features::{Extractor, Feature, FeatureConfig, FeatureMatrix};
-use reveal_analyzer::matrix::{Channel, HostMatrix, Kind, MatrixBuilder, MetricType, Subsystem};
-use reveal_analyzer::window::{plan_windows, WindowConfig};
+use reveal_analyzer::core::crosshost::{self, CrossHostParams, CrossHostTracker, Method};
+use reveal_analyzer::core::features::{Extractor, Feature, FeatureConfig, FeatureMatrix};
+use reveal_analyzer::core::matrix::{
+    Channel, HostMatrix, Kind, MatrixBuilder, MetricType, Subsystem,
+};
+use reveal_analyzer::core::window::{plan_windows, WindowConfig};
 use support::XorShift;
 
 const FREE: &str = "reveal_memory_hugepages{state=\"free\"}";
@@ -185,9 +187,9 @@ fn a_csv_recording_of_nine_hosts_names_the_odd_one() {
         }
         s.push('\n');
     }
-    let hosts = reveal_analyzer::source::csv::parse_csv(
+    let hosts = reveal_analyzer::ingest::csv::parse_csv(
         &s,
-        &reveal_analyzer::source::SourceOptions::default(),
+        &reveal_analyzer::ingest::SourceOptions::default(),
     )
     .unwrap();
     assert_eq!(hosts.len(), 9);

@@ -5,9 +5,9 @@
 //! bars of the analyzer issue, and that attribution names a moved channel),
 //! not speed.
 
-use reveal_analyzer::detect::synthetic::{generate, Synthetic, SyntheticSpec};
-use reveal_analyzer::detect::{Detector, DetectorsConfig};
-use reveal_analyzer::eval::roc_auc;
+use reveal_analyzer::core::detect::synthetic::{generate, Synthetic, SyntheticSpec};
+use reveal_analyzer::core::detect::{Detector, DetectorsConfig};
+use reveal_analyzer::core::eval::roc_auc;
 
 fn spec(shifted: usize, shift: f64) -> SyntheticSpec {
     SyntheticSpec {

@@ -22,13 +22,13 @@ use std::path::PathBuf;
 
 use prometheus_client::registry::Registry;
 use reveal_analyzer::config::{AnalysisConfig, EpisodeConfig};
-use reveal_analyzer::kinds::MetricSet;
-use reveal_analyzer::matrix::HostMatrix;
+use reveal_analyzer::core::matrix::HostMatrix;
+use reveal_analyzer::core::window::WindowConfig;
+use reveal_analyzer::ingest::csv::parse_csv;
+use reveal_analyzer::ingest::kinds::MetricSet;
+use reveal_analyzer::ingest::SourceOptions;
 use reveal_analyzer::online::{Engine, EngineParams, Outcome, WindowScore};
-use reveal_analyzer::service::SelfMetrics;
-use reveal_analyzer::source::csv::parse_csv;
-use reveal_analyzer::source::SourceOptions;
-use reveal_analyzer::window::WindowConfig;
+use reveal_analyzer::outputs::metrics::SelfMetrics;
 
 const SECOND: i64 = 1000;
 /// Windows at least this far from a fault (their data included) count as quiet.

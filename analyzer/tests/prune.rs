@@ -9,9 +9,9 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use ndarray::Array2;
-use reveal_analyzer::matrix::{Channel, HostMatrix, Kind, MetricType, Subsystem};
-use reveal_analyzer::prune::cli::{run_cli, PruneArgs};
-use reveal_analyzer::prune::{correlate, curves, priority, thresholds, union};
+use reveal_analyzer::commands::prune::{run_cli, PruneArgs};
+use reveal_analyzer::core::matrix::{Channel, HostMatrix, Kind, MetricType, Subsystem};
+use reveal_analyzer::core::prune::{correlate, curves, priority, thresholds, union};
 use reveal_schema::selection::Selection;
 use support::{analyzer, text, XorShift};
 

@@ -8,11 +8,11 @@
 use std::path::PathBuf;
 
 use ndarray::Array2;
-use reveal_analyzer::detect::iforest::IForestParams;
-use reveal_analyzer::detect::pca::{PcaModel, PcaParams};
-use reveal_analyzer::detect::zscore::ZScoreParams;
-use reveal_analyzer::detect::{Detector, Fit};
-use reveal_analyzer::eval::roc_auc;
+use reveal_analyzer::core::detect::iforest::IForestParams;
+use reveal_analyzer::core::detect::pca::{PcaModel, PcaParams};
+use reveal_analyzer::core::detect::zscore::ZScoreParams;
+use reveal_analyzer::core::detect::{Detector, Fit};
+use reveal_analyzer::core::eval::roc_auc;
 use serde_json::Value;
 
 struct Fixture {

@@ -11,7 +11,7 @@
 //! Where tsfresh's own value is rounding noise (entries under `tsfresh_unstable`, see
 //! `src/features.rs`), the reference holds the well-defined value and the raw one beside it.
 
-use reveal_analyzer::features::{Adf, Feature, Stats};
+use reveal_analyzer::core::features::{Adf, Feature, Stats};
 use serde_json::Value;
 
 const ALL: [Feature; 14] = [

@@ -28,34 +28,14 @@ pub fn parse_listen_address(s: &str) -> Result<SocketAddr, String> {
 }
 
 impl Server {
-    /// Serves until the process ends. The bound address is logged (useful with port 0).
+    /// Serves until the process ends (the accept loop is `reveal_schema::serve`'s).
     pub async fn serve(self: Arc<Self>, listener: TcpListener) -> std::io::Result<()> {
-        loop {
-            let (stream, _) = match listener.accept().await {
-                Ok(c) => c,
-                Err(e) => {
-                    // Out of file descriptors and the like: back off instead of spinning.
-                    tracing::warn!("accept failed: {e}");
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                    continue;
-                }
-            };
+        reveal_schema::serve::serve(listener, move |req| {
             let me = self.clone();
-            tokio::spawn(async move {
-                let io = hyper_util::rt::TokioIo::new(stream);
-                let svc = hyper::service::service_fn(move |req| {
-                    let me = me.clone();
-                    async move { Ok::<_, std::convert::Infallible>(me.handle(req).await) }
-                });
-                let conn = hyper::server::conn::http1::Builder::new()
-                    .timer(hyper_util::rt::TokioTimer::new())
-                    .header_read_timeout(std::time::Duration::from_secs(10))
-                    .serve_connection(io, svc);
-                if let Err(e) = conn.await {
-                    tracing::debug!("connection ended: {e}");
-                }
-            });
-        }
+            async move { me.handle(req).await }
+        })
+        .await;
+        Ok(())
     }
 
     async fn handle(&self, req: Request<Incoming>) -> Response<Full<Bytes>> {

@@ -4,9 +4,12 @@
 //! - [`catalog`]: every metric the exporter can emit, with its labels, as data (generated
 //!   from the exporter's descriptors; a test in the exporter keeps the two equal);
 //! - [`selection`]: the selection file (`reveal-exporter --metrics.selection`), which the
-//!   analyzer's `prune` command writes and the exporter reads.
+//!   analyzer's `prune` command writes and the exporter reads;
+//! - `serve` (feature `serve`): the accept loop both binaries' HTTP servers run.
 #![forbid(unsafe_code)]
 #![deny(clippy::all)]
 
 pub mod catalog;
 pub mod selection;
+#[cfg(feature = "serve")]
+pub mod serve;

@@ -2,7 +2,7 @@
 
 use crate::queries::*;
 use crate::stack::Stack;
-use reveal_analyzer::remote_write::{Batch, WindowPoint};
+use reveal_analyzer::outputs::remote_write::{Batch, WindowPoint};
 use reveal_e2e::http;
 use reveal_e2e::prometheus::Prometheus;
 use serde_json::Value;

@@ -6,7 +6,7 @@
 //! Alertmanager running rules/alertmanager.yml ([`stack`]).
 //!
 //! - [`live`]: the anomaly series are written by the test with the analyzer's own remote-write
-//!   encoder (`reveal_analyzer::remote_write::Batch`), once a second: two or three detectors
+//!   encoder (`reveal_analyzer::outputs::remote_write::Batch`), once a second: two or three detectors
 //!   agreeing on the exporter's host, cross-host deviations of three hosts, and one host whose
 //!   analysis stopped — so every expression, alerts and claims included, has data to find.
 //! - [`analyzer`]: the real `reveal-analyzer run` with deploy/analyzer.yml writes them, so the

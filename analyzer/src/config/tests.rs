@@ -125,33 +125,6 @@ fn key_lines_handles_compact_and_indented_lists() {
 }
 
 #[test]
-fn channel_names_skip_functions_keywords_and_labels() {
-    let name = |e: &str| {
-        MetricSpec {
-            expr: e.into(),
-            name: None,
-            subsystem: "cpu".into(),
-            kind: None,
-        }
-        .channel_name()
-    };
-    assert_eq!(name("rate(foo_total[1s])"), "foo_total");
-    assert_eq!(
-        name("sum by (mode) (rate(bar_total{mode=\"idle\"}[5m]))"),
-        "bar_total"
-    );
-    assert_eq!(name("1e3 * baz"), "baz");
-    assert_eq!(name("{__name__=~\"x.*\"}"), "{__name__=~\"x.*\"}");
-    let named = MetricSpec {
-        expr: "up".into(),
-        name: Some("alive".into()),
-        subsystem: "cpu".into(),
-        kind: None,
-    };
-    assert_eq!(named.channel_name(), "alive");
-}
-
-#[test]
 fn garbage_never_panics() {
     for text in [
         "",
@@ -234,8 +207,8 @@ fn detector_parameters_are_checked_with_their_key() {
     );
     // The defaults and the paper's configuration both pass.
     for d in [
-        crate::detect::DetectorsConfig::default(),
-        crate::detect::DetectorsConfig::literal(),
+        crate::core::detect::DetectorsConfig::default(),
+        crate::core::detect::DetectorsConfig::literal(),
     ] {
         let mut c = Config::parse(&minimal(), Path::new("m.yml")).unwrap();
         c.analysis.detectors = Some(d);
@@ -336,11 +309,11 @@ fn detector_presets_by_name() {
     };
     assert_eq!(
         parse("literal").unwrap().analysis.detectors,
-        Some(crate::detect::DetectorsConfig::literal())
+        Some(crate::core::detect::DetectorsConfig::literal())
     );
     assert_eq!(
         parse("default").unwrap().analysis.detectors,
-        Some(crate::detect::DetectorsConfig::default())
+        Some(crate::core::detect::DetectorsConfig::default())
     );
     let e = parse("paper").unwrap_err();
     assert!(e.msg.contains("unknown detector preset `paper`"), "{e}");
@@ -348,6 +321,6 @@ fn detector_presets_by_name() {
     let written = "\n    zscore:  {scaling: bulk, aggregate: !top_k 5, threshold_percentile: 99}\n    pca:     {scaling: bulk, components: !signal {max_rank: 64},\n              solver: !randomized {power_iters: 2}, score: !top_k 5, threshold_percentile: 99}\n    iforest: {n_trees: 100, max_samples: 256, scaling: bulk, input: channels,\n              threshold_percentile: 99}\n    trim: true";
     assert_eq!(
         parse(written).unwrap().analysis.detectors,
-        Some(crate::detect::DetectorsConfig::default())
+        Some(crate::core::detect::DetectorsConfig::default())
     );
 }

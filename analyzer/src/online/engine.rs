@@ -12,15 +12,15 @@ use std::time::Instant;
 use ndarray::{Array1, Array2};
 
 use crate::config::AnalysisConfig;
-use crate::detect::DetectorsConfig;
-use crate::features::{Extractor, Feature, FeatureConfig};
-use crate::matrix::{HostMatrix, Kind, Subsystem};
-use crate::online::fit::{fit_with, Baseline, Fitted};
+use crate::core::detect::DetectorsConfig;
+use crate::core::features::{Extractor, Feature, FeatureConfig};
+use crate::core::fit::{fit_with, Baseline, Fitted};
+use crate::core::matrix::{HostMatrix, Kind, Subsystem};
+use crate::core::regime::{RegimeChange, RegimeParams, RegimeTracker, RegimeWindow};
+use crate::core::window::{plan_windows, SkipReason, WindowConfig};
 use crate::online::group::{FullCol, FullRow, GroupOutput, GroupStage, RegimeEvent};
 use crate::online::{Outcome, WindowScore};
-use crate::regime::{RegimeChange, RegimeParams, RegimeTracker, RegimeWindow};
-use crate::service::SelfMetrics;
-use crate::window::{plan_windows, SkipReason, WindowConfig};
+use crate::outputs::metrics::SelfMetrics;
 
 /// Features a claim cites per detector.
 const TOP_K: usize = 5;
@@ -111,7 +111,7 @@ impl Engine {
             exclude: Vec::new(),
             hosts: BTreeMap::new(),
             full_rows: Vec::new(),
-            group: GroupStage::new(crate::crosshost::CrossHostParams::default()).ok(),
+            group: GroupStage::new(crate::core::crosshost::CrossHostParams::default()).ok(),
             regime_events: Vec::new(),
         }
     }
@@ -132,7 +132,7 @@ impl Engine {
 
     /// Keeps every feature of the pass's windows, static channels included, for
     /// [`Engine::cross_host`]; at most the last [`FULL_ROWS_SPAN`] strides of them.
-    fn keep_full_rows(&mut self, fm: &crate::features::FeatureMatrix) {
+    fn keep_full_rows(&mut self, fm: &crate::core::features::FeatureMatrix) {
         let columns: std::sync::Arc<[FullCol]> = fm
             .columns
             .iter()
@@ -550,7 +550,7 @@ fn score_window(host: &str, end_ms: i64, row: &[f64], f: &Fitted, layout: &[Col]
     let mut pairs: Vec<(usize, u32, f64, f64)> = Vec::new();
     for (d, thr) in &f.detectors {
         let s = d.score(x.view());
-        scores.push((d.name(), crate::detect::relative(s, *thr)));
+        scores.push((d.name(), crate::core::detect::relative(s, *thr)));
         if s > *thr {
             flagged.push(d.name().to_string());
             for a in d.attribute(x.view(), TOP_K) {

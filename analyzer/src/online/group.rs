@@ -4,13 +4,13 @@
 //! - **Cross-host**: every pass, the engine keeps each scored window's *full* feature row
 //!   (static channels included, which single-host detection leaves out) as a [`FullRow`].
 //!   [`GroupStage::observe`] lines the rows of all hosts up by window end, builds one
-//!   [`crate::crosshost::GroupWindow`] per end with [`GroupBuilder`] (all hosts of the
+//!   [`crate::core::crosshost::GroupWindow`] per end with [`GroupBuilder`] (all hosts of the
 //!   analyzer are one group) and runs the [`CrossHostTracker`]. Its scores become
 //!   `reveal_host_deviation{instance,subsystem}` samples; each open finding is a
 //!   `RevealHostDeviation` alert (key `deviation/<instance>/<subsystem>`, severity warning,
 //!   summary its claim, description its evidence, startsAt when it became persistent),
 //!   resolved at the window where the pair left the findings.
-//! - **Regimes**: the engine runs a [`crate::regime::RegimeTracker`] per host; a change is a
+//! - **Regimes**: the engine runs a [`crate::core::regime::RegimeTracker`] per host; a change is a
 //!   [`RegimeEvent`], sent as one `RevealRegimeChange` alert (severity info) that stays
 //!   firing for [`REGIME_ALERT_HOLD_MS`] and then ends by itself.
 
@@ -18,13 +18,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::alertmanager::Finding;
-use crate::crosshost::{
+use crate::core::crosshost::{
     CrossHostParams, CrossHostTracker, GroupBuilder, HostDeviation, ParamError,
 };
-use crate::features::Feature;
-use crate::matrix::Subsystem;
-use crate::regime::RegimeChange;
+use crate::core::features::Feature;
+use crate::core::matrix::Subsystem;
+use crate::core::regime::RegimeChange;
+use crate::outputs::alertmanager::Finding;
 
 /// How long a `RevealRegimeChange` alert stays firing: it reports an event, not a state.
 pub const REGIME_ALERT_HOLD_MS: i64 = 10 * 60 * 1000;

@@ -5,7 +5,7 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::Path;
 
-use crate::checkpoint::OpenEpisode;
+use crate::core::episodes::OpenEpisode;
 use crate::online::WindowScore;
 
 pub struct Reports {

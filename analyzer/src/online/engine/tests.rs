@@ -1,5 +1,5 @@
 use super::*;
-use crate::matrix::{Channel, Kind, MetricType};
+use crate::core::matrix::{Channel, Kind, MetricType};
 use prometheus_client::registry::Registry;
 
 fn noise(seed: &mut u64) -> f64 {

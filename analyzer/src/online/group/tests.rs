@@ -1,11 +1,11 @@
 use prometheus_client::registry::Registry;
 
 use super::*;
-use crate::features::FeatureConfig;
-use crate::matrix::{Channel, HostMatrix, Kind, MetricType};
+use crate::core::features::FeatureConfig;
+use crate::core::matrix::{Channel, HostMatrix, Kind, MetricType};
+use crate::core::window::WindowConfig;
 use crate::online::engine::{Engine, EngineParams};
-use crate::service::SelfMetrics;
-use crate::window::WindowConfig;
+use crate::outputs::metrics::SelfMetrics;
 
 fn noise(seed: &mut u64) -> f64 {
     *seed ^= *seed << 13;

@@ -1,0 +1,383 @@
+//! `reveal-analyzer run`: the online service. Every stride it fetches the new telemetry of
+//! every host, analyzes the new windows ([`crate::online::Engine`]), writes the anomaly
+//! series, tracks episodes, sends alerts, and checkpoints how far it got.
+//!
+//! Failures of the world are reported, not fatal: a pass whose fetch fails analyzes nothing
+//! and the next one catches up from the checkpointed time (up to one baseline of history);
+//! undelivered anomaly samples and alerts wait in bounded queues.
+
+mod alerts;
+mod group;
+mod start;
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::config::Config;
+use crate::core::episodes::tracker::{Event, Tracker};
+use crate::core::matrix::HostMatrix;
+use crate::ingest::prometheus::PrometheusSource;
+use crate::ingest::scrape::ScrapeSource;
+use crate::ingest::{Source, SourceError, TimeRange};
+use crate::online::{Engine, Outcome};
+use crate::outputs::alertmanager::AlertSender;
+use crate::outputs::checkpoint::{Checkpoint, Store};
+use crate::outputs::remote_write::{Batch, RemoteWriter, WindowPoint};
+
+pub use crate::outputs::metrics::SelfMetrics;
+pub use crate::outputs::server::{Health, Server};
+
+/// Anomaly samples kept while remote write is failing (oldest dropped beyond).
+pub(crate) const MAX_PENDING_SAMPLES: usize = 1_000_000;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    #[error("listening on {addr}: {source}")]
+    Listen {
+        addr: std::net::SocketAddr,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Http(#[from] crate::http::HttpError),
+    #[error(transparent)]
+    Checkpoint(#[from] crate::outputs::checkpoint::CheckpointError),
+    #[error(transparent)]
+    Source(#[from] crate::ingest::SourceError),
+    #[error("{0}")]
+    Setup(String),
+}
+
+pub(crate) enum Input {
+    Prometheus(PrometheusSource),
+    Scrape(ScrapeSource),
+}
+
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+pub(crate) fn at(ms: i64) -> SystemTime {
+    UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64)
+}
+
+/// Everything the loop owns.
+pub struct Service {
+    config: Config,
+    input: Input,
+    engine: Engine,
+    tracker: Tracker,
+    writer: Option<RemoteWriter>,
+    alerts: Option<AlertSender>,
+    store: Store,
+    checkpoint: Checkpoint,
+    metrics: SelfMetrics,
+    health: Arc<Health>,
+    reports: Option<crate::online::reports::Reports>,
+    last_warmup_log: Option<Instant>,
+    /// Whether the baseline was filled from history since start.
+    learned: bool,
+}
+
+impl Service {
+    /// Runs passes every stride until `shutdown` resolves, then checkpoints once more.
+    pub async fn run(mut self, shutdown: impl std::future::Future<Output = ()>) {
+        tokio::pin!(shutdown);
+        let stride = self.config.analysis.stride.0.as_millis().max(1) as i64;
+        let delay = self.config.analysis.delay.0.as_millis() as i64;
+        loop {
+            // The newest window ends on the stride grid, `delay` behind real time.
+            let target = (now_ms() - delay).div_euclid(stride) * stride;
+            if target > self.checkpoint.analyzed_until_ms {
+                self.pass(target).await;
+            }
+            let wake = self.checkpoint.analyzed_until_ms.max(target) + stride + delay;
+            let sleep = Duration::from_millis((wake - now_ms()).clamp(1, stride * 2) as u64);
+            tokio::select! {
+                _ = &mut shutdown => break,
+                _ = tokio::time::sleep(sleep) => {}
+            }
+        }
+        self.save();
+        tracing::info!("stopped");
+    }
+
+    /// One pass: analyze every window that ends in `(analyzed_until, target]`.
+    pub async fn pass(&mut self, target: i64) {
+        let a = &self.config.analysis;
+        let stride = a.stride.0.as_millis() as i64;
+        let baseline = a.baseline.0.as_millis() as i64;
+        let resumed = self.checkpoint.analyzed_until_ms;
+        // Scoring starts after the checkpoint (the gap is analyzed), or now on a first start.
+        let mut after = if resumed == 0 {
+            target - stride
+        } else {
+            resumed
+        };
+        // Catch up at most one baseline: older windows could not be scored against a
+        // baseline that is fitted on the recent past anyway.
+        let oldest = target - baseline;
+        if after < oldest {
+            let lost = (oldest - after) / stride;
+            self.metrics.skipped("catch_up_limit", lost.max(0) as u64);
+            tracing::warn!(
+                windows = lost,
+                "analysis fell more than one baseline behind; skipping ahead"
+            );
+            after = oldest;
+        }
+        if !self.learned {
+            if let Err(e) = self.learn_history(oldest, after).await {
+                self.fetch_failed(e).await;
+                return;
+            }
+            self.learned = true;
+        }
+        let hosts = match self.fetch(after, target).await {
+            Ok(h) => h,
+            Err(e) => {
+                self.fetch_failed(e).await;
+                return;
+            }
+        };
+        if let Input::Prometheus(p) = &self.input {
+            for w in &p.last_warnings {
+                tracing::debug!(warning = %w, "query warning");
+            }
+        }
+        self.metrics.hosts.set(hosts.len() as i64);
+
+        let mut batch = Batch::default();
+        for m in &hosts {
+            let outcomes = self.engine.process(m, after, target, &self.metrics);
+            for o in outcomes {
+                match o {
+                    Outcome::Skipped { reason, .. } => self.metrics.skipped(reason, 1),
+                    Outcome::Scored(w) => {
+                        self.metrics.windows_analyzed.inc();
+                        if w.agreement > 0 {
+                            self.metrics.windows_flagged.inc();
+                        }
+                        let scores: Vec<(&str, f64)> =
+                            w.scores.iter().map(|(d, s)| (*d, *s)).collect();
+                        let subs: Vec<(&str, f64)> =
+                            w.subsystems.iter().map(|(s, v)| (s.as_str(), *v)).collect();
+                        batch.add_window(&WindowPoint {
+                            instance: &w.host,
+                            end_ms: w.end_ms,
+                            scores: &scores,
+                            agreement: w.agreement,
+                            subsystems: &subs,
+                        });
+                        if let Some(r) = self.reports.as_mut() {
+                            r.window(&w);
+                        }
+                        if let Some(ev) = self.tracker.observe(w.verdict()) {
+                            self.on_event(ev);
+                        }
+                    }
+                }
+            }
+        }
+        // Hosts against each other (persistent deviations, DESIGN step 7) and regime changes.
+        self.group_outputs(&mut batch);
+        self.report_warmup();
+        self.checkpoint.analyzed_until_ms = target;
+        self.checkpoint.open_episodes = self.tracker.open();
+        self.metrics
+            .episodes_open
+            .set(self.checkpoint.open_episodes.len() as i64);
+        if let Some(w) = self.writer.as_mut() {
+            if let Err(e) = w.write(batch).await {
+                self.metrics.delivery_failed("remote_write");
+                tracing::warn!(error = %e, "remote write failed; samples wait for the next pass");
+            }
+        }
+        self.deliver().await;
+        self.save();
+        self.health
+            .ready
+            .store(!self.engine.status().warming_up, Ordering::Relaxed);
+        self.metrics
+            .lag_seconds
+            .set((now_ms() - target) as f64 / 1000.0);
+    }
+
+    /// The hosts' matrices for the windows ending in `(after, until]`: one window length
+    /// before, plus one step so counter increases exist at the first window's start.
+    async fn fetch(&mut self, after: i64, until: i64) -> Result<Vec<HostMatrix>, SourceError> {
+        let a = &self.config.analysis;
+        let (window, stride, step) = (
+            a.window.0.as_millis() as i64,
+            a.stride.0.as_millis() as i64,
+            a.step.0.as_millis() as i64,
+        );
+        let range = TimeRange {
+            start_ms: after + stride - window - step,
+            end_ms: until + step,
+        };
+        let t0 = Instant::now();
+        let fetched = match &mut self.input {
+            Input::Prometheus(p) => p.fetch_async(range).await,
+            Input::Scrape(s) => s.fetch(Some(range)),
+        };
+        self.metrics
+            .query_duration_seconds
+            .observe(t0.elapsed().as_secs_f64());
+        fetched
+    }
+
+    /// Fills the baseline from the history before the first scored window, a minute at a
+    /// time so a long baseline never sits in memory as raw samples.
+    async fn learn_history(&mut self, from: i64, until: i64) -> Result<(), SourceError> {
+        const CHUNK_MS: i64 = 60_000;
+        let mut a = from;
+        while a < until {
+            let b = (a + CHUNK_MS).min(until);
+            for m in self.fetch(a, b).await? {
+                let spans: Vec<(i64, i64)> = self
+                    .checkpoint
+                    .open_episodes
+                    .iter()
+                    .filter(|e| e.instance == m.host)
+                    .map(|e| (e.start_ms, until))
+                    .collect();
+                self.engine.learn(&m, a, b, &spans, &self.metrics);
+            }
+            a = b;
+        }
+        let st = self.engine.status();
+        tracing::info!(
+            baseline_windows = st.baseline_windows,
+            warming_up = st.warming_up,
+            "history learned"
+        );
+        Ok(())
+    }
+
+    async fn fetch_failed(&mut self, e: SourceError) {
+        self.metrics.query_failures.inc();
+        self.health.ready.store(false, Ordering::Relaxed);
+        tracing::warn!(error = %e, "fetch failed; the next pass catches up");
+        self.deliver().await;
+        self.metrics
+            .lag_seconds
+            .set((now_ms() - self.checkpoint.analyzed_until_ms) as f64 / 1000.0);
+    }
+
+    fn on_event(&mut self, ev: Event) {
+        let now = SystemTime::now();
+        match ev {
+            Event::Opened(ep) => {
+                self.metrics.episodes_opened.inc();
+                tracing::info!(episode = %ep.id, subsystem = %ep.subsystem, severity = %ep.severity, summary = %ep.summary, "episode opened");
+                if let Some(tx) = self.alerts.as_mut() {
+                    alerts::upsert_alerts(tx, &ep, now);
+                }
+            }
+            Event::Extended(ep) => {
+                if let Some(tx) = self.alerts.as_mut() {
+                    alerts::upsert_alerts(tx, &ep, now);
+                }
+            }
+            Event::Closed(ep) => {
+                tracing::info!(episode = %ep.id, "episode closed");
+                if let Some(r) = self.reports.as_mut() {
+                    r.episode(&ep);
+                }
+                if let Some(tx) = self.alerts.as_mut() {
+                    for sub in alerts::alerted(&ep) {
+                        tx.resolve(&alerts::alert_key(&ep, sub), at(ep.last_flagged_ms));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Alert delivery and the output metrics.
+    async fn deliver(&mut self) {
+        if let Some(tx) = self.alerts.as_mut() {
+            if tx.tick(SystemTime::now()).await.is_err() {
+                self.metrics.delivery_failed("alertmanager");
+            }
+            let s = tx.stats();
+            set_counter(&self.metrics.alerts_sent, s.sent);
+            set_counter(&self.metrics.alerts_dropped, s.dropped);
+            self.metrics.alerts_queued.set(s.queued as i64);
+        }
+        if let Some(w) = self.writer.as_ref() {
+            let s = w.stats();
+            set_counter(&self.metrics.remote_write_samples_sent, s.samples_sent);
+            set_counter(
+                &self.metrics.remote_write_samples_dropped,
+                s.samples_dropped,
+            );
+            self.metrics
+                .remote_write_samples_pending
+                .set(s.pending_samples as i64);
+        }
+    }
+
+    fn report_warmup(&mut self) {
+        let st = self.engine.status();
+        self.metrics.warming_up.set(i64::from(st.warming_up));
+        self.metrics
+            .warmup_remaining_seconds
+            .set(st.warmup_remaining_ms as f64 / 1000.0);
+        self.metrics
+            .baseline_windows
+            .set(st.baseline_windows as i64);
+        if st.warming_up
+            && self
+                .last_warmup_log
+                .is_none_or(|t| t.elapsed() >= Duration::from_secs(10))
+        {
+            self.last_warmup_log = Some(Instant::now());
+            tracing::info!(
+                remaining_s = st.warmup_remaining_ms / 1000,
+                baseline_windows = st.baseline_windows,
+                "warming up: collecting baseline windows before the first fit"
+            );
+        }
+    }
+
+    fn save(&mut self) {
+        if let Err(e) = self.store.save(&self.checkpoint) {
+            self.metrics.checkpoint_failures.inc();
+            tracing::error!(error = %e, "checkpoint not written");
+        }
+    }
+}
+
+/// Counters only go up; the outputs keep their own totals, copied here.
+fn set_counter(c: &prometheus_client::metrics::counter::Counter, total: u64) {
+    let cur = c.get();
+    if total > cur {
+        c.inc_by(total - cur);
+    }
+}
+
+/// Loads the config, starts the service and runs it until SIGINT or SIGTERM.
+pub async fn run(config: Config) -> Result<(), ServiceError> {
+    let (service, server) = Service::start(config).await?;
+    let shutdown = async {
+        let term = async {
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(mut s) => {
+                    s.recv().await;
+                }
+                Err(_) => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term => {}
+        }
+        tracing::info!("shutting down");
+    };
+    service.run(shutdown).await;
+    server.abort();
+    Ok(())
+}

@@ -1,0 +1,418 @@
+//! Online episodes: consecutive flagged windows of a host merge into one episode, so one
+//! incident is one alert, opened once and resolved once (DESIGN "Analyzer", step 6).
+//!
+//! Windows arrive one stride apart. An episode opens after `open_after` consecutive windows
+//! flagged by at least `min_agreement` detectors (one detector at its 99th percentile flags
+//! about one window in a hundred by design; requiring agreement or persistence keeps that
+//! out of Alertmanager), extends while windows keep being flagged, and closes after
+//! `close_after` windows in a row that are not.
+
+use std::collections::BTreeMap;
+
+use crate::core::episodes::OpenEpisode;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TrackerParams {
+    pub min_agreement: u32,
+    pub open_after: u32,
+    pub close_after: u32,
+    /// Window length, to date an episode from the start of its first window.
+    pub window_ms: i64,
+}
+
+/// What the analysis says about one window of one host.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    pub instance: String,
+    pub end_ms: i64,
+    pub agreement: u32,
+    /// Names of the detectors that flagged it.
+    pub detectors: Vec<String>,
+    /// The smallest score / threshold among them ([`strength`]).
+    pub strength: f64,
+    /// Share of the window's attribution per subsystem (sums to 1 when flagged).
+    pub subsystems: Vec<(String, f64)>,
+    /// The top claim, and the evidence behind it.
+    pub summary: String,
+    pub description: String,
+    /// (subsystem, its strongest claim), strongest subsystem first.
+    pub claims: Vec<(String, String)>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    Opened(OpenEpisode),
+    Extended(OpenEpisode),
+    /// The episode and the end of its last flagged window.
+    Closed(OpenEpisode),
+}
+
+#[derive(Debug, Default)]
+struct HostState {
+    /// Flagged windows not yet part of an episode (fewer than `open_after`).
+    pending: Vec<Verdict>,
+    open: Option<OpenEpisode>,
+    quiet: u32,
+    /// A subsystem not yet alerted on that was the heaviest of the open episode's last
+    /// flagged windows, and in how many of them in a row.
+    joining: Option<(String, u32)>,
+}
+
+/// Share of an episode's attribution (over its opening windows) from which a subsystem gets
+/// an alert of its own; the heaviest subsystem always does.
+pub const ALERT_SHARE: f64 = 0.25;
+
+/// Two agreeing detectors that are each at least this many times above their thresholds
+/// are as strong evidence as three.
+pub const STRONG: f64 = 3.0;
+
+/// Severity label from agreement and magnitude: one detector is `info`, two `warning`, three
+/// `critical`, and so are two that each score at least [`STRONG`] times their threshold.
+/// `strength` is the smallest score / threshold among the flagging detectors.
+pub fn severity(agreement: u32, strength: f64) -> &'static str {
+    match agreement {
+        0 | 1 => "info",
+        2 if strength.is_nan() || strength < STRONG => "warning",
+        _ => "critical",
+    }
+}
+
+/// Rank of a severity label, for keeping an episode's highest.
+pub(crate) fn rank(severity: &str) -> u8 {
+    match severity {
+        "critical" => 2,
+        "warning" => 1,
+        _ => 0,
+    }
+}
+
+/// The smallest score / threshold among the detectors that flagged a window (0 if none).
+pub fn strength(scores: &[(impl AsRef<str>, f64)], flagging: &[String]) -> f64 {
+    scores
+        .iter()
+        .filter(|(n, _)| flagging.iter().any(|f| f == n.as_ref()))
+        .map(|(_, s)| *s)
+        .fold(None, |m: Option<f64>, s| Some(m.map_or(s, |m| m.min(s))))
+        .unwrap_or(0.0)
+}
+
+#[derive(Debug)]
+pub struct Tracker {
+    params: TrackerParams,
+    hosts: BTreeMap<String, HostState>,
+}
+
+impl Tracker {
+    pub fn new(params: TrackerParams) -> Tracker {
+        Tracker {
+            params,
+            hosts: BTreeMap::new(),
+        }
+    }
+
+    /// Re-opens episodes saved in a checkpoint, so their next windows extend them.
+    pub fn restore(&mut self, episodes: &[OpenEpisode]) {
+        for e in episodes {
+            self.hosts.entry(e.instance.clone()).or_default().open = Some(e.clone());
+        }
+    }
+
+    /// Episodes open now.
+    pub fn open(&self) -> Vec<OpenEpisode> {
+        self.hosts.values().filter_map(|h| h.open.clone()).collect()
+    }
+
+    /// Feeds one window (windows of a host in time order) and says what changed.
+    pub fn observe(&mut self, v: Verdict) -> Option<Event> {
+        let p = self.params;
+        let flagged = v.agreement >= p.min_agreement.max(1);
+        let h = self.hosts.entry(v.instance.clone()).or_default();
+        if let Some(ep) = h.open.as_mut() {
+            if v.end_ms <= ep.last_flagged_ms {
+                return None; // already seen (a restart re-analyzing an overlap)
+            }
+            if flagged {
+                h.quiet = 0;
+                ep.last_flagged_ms = v.end_ms;
+                let sev = severity(v.agreement, v.strength);
+                if v.agreement >= ep.peak_agreement || rank(sev) > rank(&ep.severity) {
+                    ep.peak_agreement = ep.peak_agreement.max(v.agreement);
+                    if rank(sev) >= rank(&ep.severity) {
+                        ep.severity = sev.to_string();
+                    }
+                    ep.summary = v.summary;
+                    ep.description = v.description;
+                    ep.detectors = v.detectors.join(",");
+                    for (sub, claim) in &v.claims {
+                        if ep.subsystems.contains(sub) {
+                            ep.claims.insert(sub.clone(), claim.clone());
+                        }
+                    }
+                }
+                // A subsystem the fault reaches later (a write burst first seen as I/O wait)
+                // joins the episode's alerts once it is the heaviest for as many windows in a
+                // row as an episode needs to open.
+                let heaviest = v
+                    .subsystems
+                    .iter()
+                    .filter(|(_, s)| s.is_finite() && *s > 0.0)
+                    .max_by(|a, b| a.1.total_cmp(&b.1))
+                    .map(|(s, _)| s.clone());
+                h.joining = match (heaviest, h.joining.take()) {
+                    (Some(s), _) if ep.subsystems.contains(&s) => None,
+                    (Some(s), Some((j, n))) if s == j => Some((j, n + 1)),
+                    (Some(s), _) => Some((s, 1)),
+                    (None, _) => None,
+                };
+                if let Some((s, n)) = &h.joining {
+                    if *n >= p.open_after.max(1) {
+                        if let Some((_, claim)) = v.claims.iter().find(|(c, _)| c == s) {
+                            ep.claims.insert(s.clone(), claim.clone());
+                        }
+                        ep.subsystems.push(s.clone());
+                        h.joining = None;
+                    }
+                }
+                return Some(Event::Extended(ep.clone()));
+            }
+            h.quiet += 1;
+            h.joining = None;
+            if h.quiet >= p.close_after.max(1) {
+                h.quiet = 0;
+                return h.open.take().map(Event::Closed);
+            }
+            return None;
+        }
+        if !flagged {
+            h.pending.clear();
+            return None;
+        }
+        h.pending.push(v);
+        if (h.pending.len() as u32) < p.open_after.max(1) {
+            return None;
+        }
+        let pending = std::mem::take(&mut h.pending);
+        let ep = open_episode(&pending, p.window_ms);
+        h.open = Some(ep.clone());
+        Some(Event::Opened(ep))
+    }
+}
+
+fn open_episode(windows: &[Verdict], window_ms: i64) -> OpenEpisode {
+    let first = &windows[0];
+    let last = &windows[windows.len() - 1];
+    // The strongest window speaks for the episode; the latest among equals.
+    let best = windows
+        .iter()
+        .rev()
+        .max_by_key(|w| w.agreement)
+        .unwrap_or(last);
+    let mut weight: BTreeMap<&str, f64> = BTreeMap::new();
+    for w in windows {
+        for (s, share) in &w.subsystems {
+            if share.is_finite() {
+                *weight.entry(s.as_str()).or_default() += share;
+            }
+        }
+    }
+    // Every subsystem with a substantial share gets its own alert (a write burst is a storage
+    // finding and, through I/O wait, a CPU one); the heaviest comes first.
+    let total: f64 = weight.values().sum();
+    let mut ranked: Vec<(&str, f64)> = weight.into_iter().filter(|(_, w)| *w > 0.0).collect();
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let subsystems: Vec<String> = ranked
+        .iter()
+        .enumerate()
+        .filter(|(i, (_, w))| *i == 0 || *w >= ALERT_SHARE * total)
+        .map(|(_, (s, _))| s.to_string())
+        .collect();
+    let subsystem = subsystems
+        .first()
+        .cloned()
+        .unwrap_or_else(|| "other".to_string());
+    let mut claims = BTreeMap::new();
+    for w in windows.iter().rev() {
+        for (sub, claim) in &w.claims {
+            if subsystems.contains(sub) && !claims.contains_key(sub) {
+                claims.insert(sub.clone(), claim.clone());
+            }
+        }
+    }
+    let start_ms = first.end_ms - window_ms;
+    OpenEpisode {
+        id: format!("{}@{start_ms}", first.instance),
+        instance: first.instance.clone(),
+        start_ms,
+        last_flagged_ms: last.end_ms,
+        peak_agreement: best.agreement,
+        subsystem,
+        subsystems,
+        claims,
+        severity: windows
+            .iter()
+            .map(|w| severity(w.agreement, w.strength))
+            .max_by_key(|s| rank(s))
+            .unwrap_or("info")
+            .to_string(),
+        summary: best.summary.clone(),
+        description: best.description.clone(),
+        detectors: best.detectors.join(","),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const P: TrackerParams = TrackerParams {
+        min_agreement: 2,
+        open_after: 2,
+        close_after: 3,
+        window_ms: 3000,
+    };
+
+    fn v(end_s: i64, agreement: u32, sub: &str) -> Verdict {
+        Verdict {
+            instance: "h".into(),
+            end_ms: end_s * 1000,
+            agreement,
+            detectors: ["zscore", "pca", "iforest"][..agreement as usize]
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            strength: 1.5,
+            subsystems: vec![(sub.into(), 1.0)],
+            summary: format!("claim {end_s}"),
+            description: String::new(),
+            claims: vec![(sub.into(), format!("{sub} claim {end_s}"))],
+        }
+    }
+
+    fn kinds(t: &mut Tracker, vs: Vec<Verdict>) -> Vec<&'static str> {
+        vs.into_iter()
+            .map(|x| match t.observe(x) {
+                None => "-",
+                Some(Event::Opened(_)) => "open",
+                Some(Event::Extended(_)) => "ext",
+                Some(Event::Closed(_)) => "close",
+            })
+            .collect()
+    }
+
+    #[test]
+    fn lone_flags_do_not_open_and_persistent_ones_do() {
+        let mut t = Tracker::new(P);
+        let seq = vec![
+            v(1, 1, "cpu"),
+            v(2, 2, "cpu"),
+            v(3, 0, "cpu"),
+            v(4, 3, "cpu"),
+            v(5, 2, "cpu"),
+            v(6, 2, "cpu"),
+        ];
+        assert_eq!(kinds(&mut t, seq), ["-", "-", "-", "-", "open", "ext"]);
+        let ep = &t.open()[0];
+        assert_eq!(ep.start_ms, 1000, "dated from the first window's start");
+        assert_eq!(ep.peak_agreement, 3);
+        assert_eq!(ep.severity, "critical");
+        assert_eq!(ep.id, "h@1000");
+    }
+
+    #[test]
+    fn severity_grows_with_agreement_and_magnitude() {
+        assert_eq!(severity(1, 50.0), "info");
+        assert_eq!(severity(2, 1.5), "warning");
+        assert_eq!(severity(2, STRONG), "critical");
+        assert_eq!(severity(3, 1.1), "critical");
+        assert_eq!(severity(2, f64::NAN), "warning");
+        let scores = [("zscore", 4.0), ("pca", 3.2), ("iforest", 0.8)];
+        let flagging = ["zscore".to_string(), "pca".to_string()];
+        assert_eq!(strength(&scores, &flagging), 3.2);
+        assert_eq!(strength(&scores, &[]), 0.0);
+        // An episode keeps its highest severity: two strong detectors raise it.
+        let mut t = Tracker::new(P);
+        let mut strong = v(3, 2, "cpu");
+        strong.strength = 5.0;
+        kinds(
+            &mut t,
+            vec![v(1, 2, "cpu"), v(2, 2, "cpu"), strong, v(4, 2, "cpu")],
+        );
+        assert_eq!(t.open()[0].severity, "critical");
+    }
+
+    #[test]
+    fn closes_after_quiet_windows_with_the_last_flagged_end() {
+        let mut t = Tracker::new(P);
+        let seq = vec![
+            v(1, 2, "storage"),
+            v(2, 2, "storage"),
+            v(3, 0, "cpu"),
+            v(4, 2, "cpu"),
+            v(5, 0, ""),
+            v(6, 1, ""),
+            v(7, 0, ""),
+        ];
+        let got: Vec<_> = seq.into_iter().filter_map(|x| t.observe(x)).collect();
+        match got.last() {
+            Some(Event::Closed(ep)) => {
+                assert_eq!(ep.last_flagged_ms, 4000);
+                assert_eq!(ep.subsystem, "storage", "the subsystem is fixed at open");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(t.open().is_empty());
+    }
+
+    #[test]
+    fn restored_episodes_extend_instead_of_reopening() {
+        let mut t = Tracker::new(P);
+        let _ = kinds(&mut t, vec![v(1, 2, "cpu"), v(2, 2, "cpu")]);
+        let saved = t.open();
+        let mut t2 = Tracker::new(P);
+        t2.restore(&saved);
+        // The overlap already analyzed before the restart changes nothing.
+        assert_eq!(
+            kinds(&mut t2, vec![v(2, 2, "cpu"), v(3, 2, "cpu")]),
+            ["-", "ext"]
+        );
+        assert_eq!(t2.open()[0].id, saved[0].id);
+    }
+
+    #[test]
+    fn subsystem_is_the_heaviest_over_the_opening_windows() {
+        let mut t = Tracker::new(P);
+        let mut a = v(1, 2, "cpu");
+        a.subsystems = vec![("cpu".into(), 0.4), ("storage".into(), 0.6)];
+        let mut b = v(2, 2, "cpu");
+        b.subsystems = vec![("cpu".into(), 0.1), ("storage".into(), 0.9)];
+        t.observe(a);
+        match t.observe(b) {
+            Some(Event::Opened(ep)) => {
+                assert_eq!(ep.subsystem, "storage");
+                // cpu holds 0.5 of 2.0 (25%): it is alerted on too, storage first.
+                assert_eq!(ep.subsystems, ["storage", "cpu"]);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_subsystem_reached_later_joins_the_alerts() {
+        let mut t = Tracker::new(P);
+        let _ = kinds(&mut t, vec![v(1, 2, "cpu"), v(2, 2, "cpu")]);
+        // One window where storage is heaviest is not enough, and a cpu one in between resets
+        // the count.
+        let _ = kinds(&mut t, vec![v(3, 2, "storage"), v(4, 2, "cpu")]);
+        assert_eq!(t.open()[0].subsystems, ["cpu"]);
+        match kinds(&mut t, vec![v(5, 2, "storage"), v(6, 2, "storage")])[..] {
+            ["ext", "ext"] => {}
+            ref other => panic!("{other:?}"),
+        }
+        let ep = &t.open()[0];
+        assert_eq!(
+            ep.subsystem, "cpu",
+            "the primary subsystem is fixed at open"
+        );
+        assert_eq!(ep.subsystems, ["cpu", "storage"]);
+    }
+}

@@ -1,0 +1,359 @@
+//! Fitting the online detectors on a host's baseline windows, with thresholds calibrated on
+//! windows the model did not see.
+//!
+//! A detector's own threshold is a percentile of its scores on the rows it was fitted on.
+//! Scored online, new windows are out of sample, and some models (PCA with many features
+//! and few windows, deviations measured against the baseline's own range) give unseen
+//! windows higher scores than seen ones: scored against the in-sample threshold, a quiet host
+//! would be flagged all the time. So the threshold is calibrated on out-of-sample scores of
+//! every baseline window, cross-fitted over folds of interleaved blocks of consecutive
+//! windows (windows overlap, so neighbours are not independent). A threshold calibrated on a
+//! quarter of a short baseline alone is close to that quarter's maximum, and one new window
+//! in a dozen would exceed it.
+
+use ndarray::{Array2, ArrayView2, Axis};
+
+use crate::core::detect::{percentile, Detector, DetectorsConfig, Fit};
+
+pub struct Fitted {
+    /// Each detector with the threshold used online.
+    pub detectors: Vec<(Box<dyn Detector>, f64)>,
+    /// Width of the rows the models take.
+    pub width: usize,
+    pub at_ms: i64,
+}
+
+/// What a baseline holds, which decides how thresholds are calibrated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Baseline {
+    /// A whole recording, anomalies included (offline analysis): the windows scored are the
+    /// ones fitted on, so the in-sample percentile is the threshold.
+    WholeRun,
+    /// The online analyzer's trailing history without its flagged windows: the windows scored
+    /// are new, so thresholds allow for the out-of-sample gap ([`out_of_sample_gap`]).
+    Trailing,
+}
+
+/// Fold of each row for cross-fitting: blocks of `n / 20` consecutive windows (at least 1),
+/// dealt to [`FOLDS`] folds in turn. Windows overlap, so a block's neighbours are not
+/// independent of it; blocks keep most of a fold's windows away from the training rows.
+pub fn folds(n: usize) -> Vec<usize> {
+    let block = (n / 20).max(1);
+    (0..n).map(|i| (i / block) % FOLDS).collect()
+}
+
+/// Folds of the cross-fitted calibration.
+pub const FOLDS: usize = 4;
+
+fn rows(x: ArrayView2<f64>, fold: &[usize], pick: impl Fn(usize) -> bool) -> Array2<f64> {
+    let idx: Vec<usize> = (0..x.nrows()).filter(|&i| pick(fold[i])).collect();
+    x.select(Axis(0), &idx)
+}
+
+/// Fits the detector set `set` (z-score, PCA, Isolation Forest) on `x`
+/// (windows × features). A detector that cannot be fitted is left out and logged; `None`
+/// when none could.
+pub fn fit(x: ArrayView2<f64>, seed: u64, at_ms: i64) -> Option<Fitted> {
+    fit_with(
+        x,
+        &DetectorsConfig::default(),
+        seed,
+        at_ms,
+        Baseline::Trailing,
+    )
+}
+
+/// Most of a baseline that trimming may drop, the share the bulk scaling already ignores
+/// (`Scaling::Bulk`): a pattern in more windows than this is the host's routine, not a
+/// transient, and stays (trimmed, every recurrence of it would be flagged).
+pub const MAX_TRIMMED: f64 = 1.0 - crate::core::detect::scale::BULK_QUANTILE;
+
+/// Rows of a baseline kept after trimming its transients: those whose score is at most
+/// Tukey's far-out fence of the baseline's scores, q75 + 3 × (q75 − q25), and at least
+/// `1 − MAX_TRIMMED` of the rows (the lowest-scoring ones when more lie beyond the fence).
+pub fn trimmed_rows(scores: &[f64]) -> Vec<usize> {
+    let n = scores.len();
+    let (q25, q75) = (percentile(scores, 25.0), percentile(scores, 75.0));
+    let fence = q75 + 3.0 * (q75 - q25);
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&a, &b| scores[a].total_cmp(&scores[b]));
+    let least = n - ((n as f64 * MAX_TRIMMED).floor() as usize).min(n);
+    let within = order.iter().take_while(|&&i| scores[i] <= fence).count();
+    let mut keep: Vec<usize> = order[..within.max(least)].to_vec();
+    keep.sort_unstable();
+    keep
+}
+
+/// Percentile of the out-of-sample scores that the threshold is at least.
+const OUT_OF_SAMPLE_PERCENTILE: f64 = 99.0;
+
+/// How much higher a model scores windows it was not fitted on than the ones it was: the
+/// median of out-of-sample scores over the median of in-sample ones, at least 1 (1 without
+/// both). A model of many features fitted on a few hundred windows explains its own windows
+/// better than new ones, so new windows score higher by about this factor. Medians, because
+/// the gap is a shift of the whole distribution; the tail is set by the in-sample percentile.
+pub fn out_of_sample_gap(seen: &[f64], held: &[f64]) -> f64 {
+    let (a, b) = (percentile(seen, 50.0), percentile(held, 50.0));
+    if a > 0.0 && b.is_finite() && b > a {
+        b / a
+    } else {
+        1.0
+    }
+}
+
+/// One detector of `set`, by name, fitted on `t`.
+fn fit_one(
+    set: &DetectorsConfig,
+    name: &str,
+    t: ArrayView2<f64>,
+) -> Result<Box<dyn Detector>, crate::core::detect::DetectError> {
+    Ok(match name {
+        "zscore" => Box::new(set.zscore.fit(t)?),
+        "pca" => Box::new(set.pca.fit(t)?),
+        _ => Box::new(set.iforest.fit(t)?),
+    })
+}
+
+/// Names of the detectors, in the order they are reported.
+pub const DETECTORS: [&str; 3] = ["zscore", "pca", "iforest"];
+
+/// [`fit`] with explicit detector parameters: each detector is fitted on its own, with its
+/// own model, its own trimmed baseline and its own threshold (DESIGN "Detectors").
+///
+/// 1. **Trim** (when `set.trim`): fit on every baseline window, score them, and drop the
+///    windows beyond the far-out fence of those scores ([`trimmed_rows`]); refit on the
+///    rest. A burst that the baseline saw once does not set the bar for the next.
+/// 2. **Threshold**: the configured percentile (99th) of the model's scores on its trimmed
+///    baseline. On a [`Baseline::Trailing`] one the windows scored later are new, and a
+///    model scores new windows higher than its own: each of [`FOLDS`] folds is scored by a
+///    model fitted on the other folds, and the threshold is raised by the ratio of those
+///    out-of-sample scores to the same models' in-sample scores ([`out_of_sample_gap`]).
+///    (The 99th percentile of the out-of-sample scores themselves is the maximum of a few
+///    hundred heavy-tailed values, and set thresholds an order of magnitude above the
+///    scores of ordinary windows.)
+///
+/// A detector that cannot be fitted is left out and logged; `None` when none could.
+pub fn fit_with(
+    x: ArrayView2<f64>,
+    set: &DetectorsConfig,
+    seed: u64,
+    at_ms: i64,
+    baseline: Baseline,
+) -> Option<Fitted> {
+    let set = set.clone().seed(seed);
+    let mut detectors: Vec<(Box<dyn Detector>, f64)> = Vec::new();
+    for name in DETECTORS {
+        let first = match fit_one(&set, name, x) {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::warn!(error = %e, "{name} not fitted");
+                continue;
+            }
+        };
+        let (model, base) = if set.trim {
+            let keep = trimmed_rows(&first.score_many(x).to_vec());
+            if keep.len() < x.nrows() {
+                let kept = x.select(Axis(0), &keep);
+                match fit_one(&set, name, kept.view()) {
+                    Ok(m) => (m, kept),
+                    Err(_) => (first, x.to_owned()),
+                }
+            } else {
+                (first, x.to_owned())
+            }
+        } else {
+            (first, x.to_owned())
+        };
+        // Out-of-sample calibration: scores of each fold by a model fitted on the others,
+        // and that model's scores of the windows it was fitted on.
+        let (mut held, mut seen) = (Vec::new(), Vec::new());
+        if baseline == Baseline::Trailing {
+            let fold = folds(base.nrows());
+            for f in 0..FOLDS {
+                let (train, calib) = (
+                    rows(base.view(), &fold, |g| g != f),
+                    rows(base.view(), &fold, |g| g == f),
+                );
+                if calib.nrows() == 0 || train.nrows() < 2 {
+                    continue;
+                }
+                if let Ok(m) = fit_one(&set, name, train.view()) {
+                    held.extend(m.score_many(calib.view()).iter().copied());
+                    seen.extend(m.score_many(train.view()).iter().copied());
+                }
+            }
+        }
+        let thr = (model.threshold() * out_of_sample_gap(&seen, &held))
+            .max(percentile(&held, OUT_OF_SAMPLE_PERCENTILE));
+        detectors.push((model, thr));
+    }
+    if detectors.is_empty() {
+        return None;
+    }
+    Some(Fitted {
+        detectors,
+        width: x.ncols(),
+        at_ms,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trimming_drops_far_out_windows_but_never_the_bulk() {
+        // 1000 ordinary scores, and a burst of 12 windows far above them.
+        let mut scores: Vec<f64> = (0..1000).map(|i| 1.0 + (i % 10) as f64 * 0.1).collect();
+        scores.extend(std::iter::repeat_n(50.0, 12));
+        let keep = trimmed_rows(&scores);
+        assert_eq!(keep.len(), 1000);
+        assert!(keep.iter().all(|&i| i < 1000));
+        // A routine pattern in 30% of the windows is inside the fence: the host's normal.
+        let mut routine: Vec<f64> = vec![1.0; 700];
+        routine.extend(std::iter::repeat_n(9.0, 300));
+        assert_eq!(trimmed_rows(&routine).len(), 1000);
+        // More than 2% beyond the fence (a recurring pattern): only the highest 2% goes.
+        let mut many: Vec<f64> = vec![1.0; 950];
+        many.extend((0..50).map(|i| 100.0 + i as f64));
+        let keep = trimmed_rows(&many);
+        assert_eq!(keep.len(), 980);
+        assert!(keep[..950].iter().enumerate().all(|(i, &k)| i == k));
+        assert_eq!(keep[979], 979);
+        // Nothing beyond the fence: everything stays.
+        assert_eq!(trimmed_rows(&[1.0, 2.0, 3.0, 4.0]).len(), 4);
+    }
+
+    #[test]
+    fn the_gap_is_a_ratio_of_medians_and_never_lowers() {
+        assert_eq!(out_of_sample_gap(&[1.0, 2.0, 3.0], &[2.0, 4.0, 600.0]), 2.0);
+        assert_eq!(out_of_sample_gap(&[2.0, 2.0], &[1.0, 1.0]), 1.0);
+        assert_eq!(out_of_sample_gap(&[], &[1.0]), 1.0);
+        assert_eq!(out_of_sample_gap(&[0.0, 0.0], &[1.0]), 1.0);
+    }
+
+    #[test]
+    fn folds_deal_blocks_in_turn() {
+        let f = folds(400);
+        assert_eq!(f.iter().filter(|x| **x == 3).count(), 100);
+        assert!(f[60..80].iter().all(|x| *x == 3) && f[80] == 0);
+        assert_eq!(folds(8), [0, 1, 2, 3, 0, 1, 2, 3]);
+        assert!(folds(0).is_empty());
+    }
+
+    /// Windows × features of a 2-CPU host seen as its busy-host baseline: per CPU the mean,
+    /// minimum and maximum of its busy share, the host's busy cores, and 20 other noisy
+    /// channels. A routine job keeps one CPU (alternately) busy for 8 of every 60 windows;
+    /// `burst` windows hold one burst to half the CPUs on top of it.
+    fn busy_host(n: usize, burst: std::ops::Range<usize>, routine: bool) -> Array2<f64> {
+        let mut s: u64 = 11;
+        let mut noise = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 11) as f64 / (1u64 << 53) as f64
+        };
+        Array2::from_shape_fn((n, 30), |(i, j)| {
+            let mut cpu = |c: usize| {
+                let routine = routine && i % 60 < 8 && (i / 60) % 2 == c;
+                let b = burst.contains(&i) && c == 0;
+                0.05 + 0.02 * noise() + if routine || b { 0.9 } else { 0.0 }
+            };
+            match j {
+                0..=2 => cpu(0) + 0.01 * j as f64,
+                3..=5 => cpu(1) + 0.01 * (j - 3) as f64,
+                6 => cpu(0) + cpu(1),
+                _ => 10.0 + noise() * (1 + j % 5) as f64,
+            }
+        })
+    }
+
+    /// Every CPU saturated, on top of row 30 of `base`.
+    fn saturated(base: &Array2<f64>) -> ndarray::Array1<f64> {
+        let mut row = base.row(30).to_owned();
+        for j in 0..6 {
+            row[j] = 1.0;
+        }
+        row[6] = 2.0;
+        row
+    }
+
+    fn flagging(f: &Fitted, x: &ndarray::Array1<f64>) -> Vec<&'static str> {
+        f.detectors
+            .iter()
+            .filter(|(d, thr)| d.score(x.view()) > *thr)
+            .map(|(d, _)| d.name())
+            .collect()
+    }
+
+    #[test]
+    fn a_saturation_is_flagged_whatever_one_burst_in_the_baseline_reached() {
+        // Half an hour of an otherwise steady host with one 10-window burst to half the CPUs:
+        // every CPU saturated is far beyond the bulk, and every detector flags it.
+        let base = busy_host(1800, 900..910, false);
+        let f = fit(base.view(), 3, 0).expect("fitted");
+        assert_eq!(
+            flagging(&f, &saturated(&base)),
+            ["zscore", "pca", "iforest"]
+        );
+    }
+
+    #[test]
+    fn a_saturation_stands_out_of_a_routine_job() {
+        // The same with a routine job keeping one CPU busy 8 windows a minute. The z-score sees
+        // the host's busy cores at twice the routine's; PCA, scoring the largest whitened
+        // components one by one, and the forest see about what the routine shows, and need
+        // not flag it (on a real host the saturation also moves run queues, context switches
+        // and softirqs: docs/EVALUATION.md). No detector flags the routine itself.
+        let base = busy_host(1800, 900..910, true);
+        let f = fit(base.view(), 3, 0).expect("fitted");
+        assert!(flagging(&f, &saturated(&base)).contains(&"zscore"));
+        let routine = base.row(3).to_owned();
+        assert!(
+            flagging(&f, &routine).is_empty(),
+            "{:?}",
+            flagging(&f, &routine)
+        );
+    }
+
+    #[test]
+    fn quiet_unseen_windows_stay_below_the_calibrated_thresholds() {
+        // 300 baseline windows of 200 noisy features (more features than a quarter of the
+        // windows), then 200 new windows from the same distribution.
+        let mut s: u64 = 7;
+        let mut noise = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+        };
+        let base = Array2::from_shape_fn((300, 200), |_| noise());
+        let f = fit(base.view(), 1, 0).expect("fitted");
+        let fresh = Array2::from_shape_fn((200, 200), |_| noise());
+        for (d, thr) in &f.detectors {
+            let flagged = fresh
+                .rows()
+                .into_iter()
+                .filter(|r| d.score(*r) > *thr)
+                .count();
+            // 1% contamination by design; allow sampling noise, not "everything".
+            assert!(
+                flagged <= 12,
+                "{}: {flagged} of 200 quiet windows flagged",
+                d.name()
+            );
+        }
+        // And a window far off the baseline is flagged by every detector.
+        let mut spike = fresh.row(0).to_owned();
+        for j in 0..10 {
+            spike[j] = 25.0;
+        }
+        for (d, thr) in &f.detectors {
+            assert!(
+                d.score(spike.view()) > *thr,
+                "{} misses the spike",
+                d.name()
+            );
+        }
+    }
+}

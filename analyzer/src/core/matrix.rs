@@ -1,0 +1,382 @@
+//! A host's telemetry as a matrix: one row per channel, one column per step of a regular
+//! time grid, `NaN` where the channel has no sample (a gap, a scrape that failed, a channel
+//! that did not exist yet or any more).
+//!
+//! Sources build it through [`MatrixBuilder`], which snaps raw `(timestamp, value)` samples
+//! to the grid and turns counters into per-step increases (see [`MatrixBuilder::build`]).
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use ndarray::{Array2, ArrayView1};
+use serde::{Deserialize, Serialize};
+
+/// Subsystems a metric can be attributed to; the same five as the exporter's metric names.
+pub const SUBSYSTEMS: [&str; 5] = ["cpu", "gpu", "memory", "network", "storage"];
+
+/// The part of the machine a channel is attributed to (the exporter's name prefix).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Subsystem {
+    Cpu,
+    Gpu,
+    Memory,
+    Network,
+    Storage,
+    /// Not attributable from the name (no known prefix and no metric-set entry).
+    Other,
+}
+
+impl Subsystem {
+    pub const ALL: [Subsystem; 6] = [
+        Subsystem::Cpu,
+        Subsystem::Gpu,
+        Subsystem::Memory,
+        Subsystem::Network,
+        Subsystem::Storage,
+        Subsystem::Other,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Subsystem::Cpu => "cpu",
+            Subsystem::Gpu => "gpu",
+            Subsystem::Memory => "memory",
+            Subsystem::Network => "network",
+            Subsystem::Storage => "storage",
+            Subsystem::Other => "other",
+        }
+    }
+
+    /// Parses `cpu`, `gpu`, `memory`, `network`, `storage`, `other`.
+    pub fn parse(s: &str) -> Option<Subsystem> {
+        Subsystem::ALL.into_iter().find(|x| x.as_str() == s)
+    }
+
+    /// From a metric name: `reveal_<subsystem>_…` first, then the common node_exporter and
+    /// DCGM-exporter prefixes so captures of those exporters are attributed too.
+    pub fn from_metric_name(name: &str) -> Subsystem {
+        if let Some(rest) = name.strip_prefix("reveal_") {
+            if let Some((sub, _)) = rest.split_once('_') {
+                if let Some(s) = Subsystem::parse(sub) {
+                    return s;
+                }
+            }
+        }
+        const PREFIXES: [(&str, Subsystem); 14] = [
+            ("node_cpu", Subsystem::Cpu),
+            ("node_context_switches", Subsystem::Cpu),
+            ("node_intr", Subsystem::Cpu),
+            ("node_softirqs", Subsystem::Cpu),
+            ("node_load", Subsystem::Cpu),
+            ("node_procs", Subsystem::Cpu),
+            ("node_memory", Subsystem::Memory),
+            ("node_vmstat", Subsystem::Memory),
+            ("node_network", Subsystem::Network),
+            ("node_netstat", Subsystem::Network),
+            ("node_infiniband", Subsystem::Network),
+            ("node_disk", Subsystem::Storage),
+            ("DCGM_", Subsystem::Gpu),
+            ("nvidia_", Subsystem::Gpu),
+        ];
+        PREFIXES
+            .iter()
+            .find(|(p, _)| name.starts_with(p))
+            .map_or(Subsystem::Other, |(_, s)| *s)
+    }
+}
+
+impl fmt::Display for Subsystem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How a channel enters the analysis (paper §4.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// Utilization, throughput, stalls: full statistical and temporal features.
+    Dynamic,
+    /// Errors, drops, retransmits, ECC: summed per window.
+    Event,
+    /// Sizes, limits, temperatures: left out of single-host detection, kept for cross-host.
+    Static,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Dynamic => "dynamic",
+            Kind::Event => "event",
+            Kind::Static => "static",
+        }
+    }
+}
+
+/// The type a source declared for a metric (`# TYPE` in exposition text).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MetricType {
+    Counter,
+    Gauge,
+    Info,
+    Unknown,
+}
+
+/// Metadata of one row of a [`HostMatrix`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Channel {
+    /// Metric name with its labels, sorted: `reveal_cpu_seconds_total{cpu="0",mode="user"}`.
+    pub name: String,
+    /// Metric name alone: `reveal_cpu_seconds_total`.
+    pub metric: String,
+    pub subsystem: Subsystem,
+    pub kind: Kind,
+    /// Declared type; counters hold per-step increases in the matrix, not raw totals.
+    pub metric_type: MetricType,
+}
+
+/// One host's channels on a regular grid: `values[[c, t]]` is channel `c` at
+/// `start_ms + t * step_ms`.
+#[derive(Debug, Clone)]
+pub struct HostMatrix {
+    pub host: String,
+    pub start_ms: i64,
+    pub step_ms: i64,
+    pub channels: Vec<Channel>,
+    pub values: Array2<f64>,
+    /// Samples dropped because they were NaN or infinite (stale markers, bad data).
+    pub non_finite_samples: usize,
+}
+
+impl HostMatrix {
+    pub fn n_channels(&self) -> usize {
+        self.channels.len()
+    }
+    pub fn n_steps(&self) -> usize {
+        self.values.ncols()
+    }
+    pub fn time_ms(&self, step: usize) -> i64 {
+        self.start_ms + step as i64 * self.step_ms
+    }
+    pub fn row(&self, channel: usize) -> ArrayView1<'_, f64> {
+        self.values.row(channel)
+    }
+}
+
+/// Collects raw samples of one host, channel by channel, then snaps them to a grid.
+#[derive(Debug, Default)]
+pub struct MatrixBuilder {
+    /// Channel name → (metadata, samples as (ms, value)).
+    series: BTreeMap<String, (Channel, Vec<(i64, f64)>)>,
+    non_finite: usize,
+}
+
+impl MatrixBuilder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds one sample. Non-finite values are counted and dropped: a NaN is how Prometheus
+    /// marks a stale series, and an infinity is no measurement.
+    pub fn push(&mut self, channel: &Channel, ts_ms: i64, value: f64) {
+        let entry = self
+            .series
+            .entry(channel.name.clone())
+            .or_insert_with(|| (channel.clone(), Vec::new()));
+        if value.is_finite() {
+            entry.1.push((ts_ms, value));
+        } else {
+            self.non_finite += 1;
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.series.values().all(|(_, s)| s.is_empty())
+    }
+
+    /// Snaps samples to the grid `start + k·step` (start = earliest sample, each sample to
+    /// the nearest point; a later sample in the same cell wins).
+    ///
+    /// Counters become *per-step increases*: cell `k` holds `v[k] − v[k−1]`, the events of
+    /// the step ending at `k`, so an event channel summed over a window is the count of events
+    /// in that window. A decrease is a counter reset (restart, 32-bit wrap already handled by
+    /// the exporter), and the increase is the new value itself, as Prometheus' `increase()`
+    /// assumes. The first sample, and a sample whose previous cell is a gap, yield `NaN`:
+    /// the increase is unknown there rather than spread over the gap by guess.
+    ///
+    /// Fails when no finite sample was pushed, or when the grid would exceed [`MAX_CELLS`]
+    /// (timestamps years apart in a corrupt file must not allocate the machine away).
+    pub fn build(self, host: &str, step_ms: i64) -> Result<HostMatrix, MatrixError> {
+        let step_ms = step_ms.max(1);
+        let mut first = i64::MAX;
+        let mut last = i64::MIN;
+        for (_, s) in self.series.values() {
+            for &(t, _) in s {
+                first = first.min(t);
+                last = last.max(t);
+            }
+        }
+        if first > last {
+            return Err(MatrixError::Empty {
+                host: host.to_string(),
+            });
+        }
+        let too_large = || MatrixError::TooLarge {
+            host: host.to_string(),
+            span_ms: last.saturating_sub(first),
+            step_ms,
+            channels: self.series.len(),
+        };
+        let span = last.checked_sub(first).ok_or_else(too_large)?;
+        let n_steps =
+            (span / step_ms + 1) as usize + usize::from(span % step_ms >= (step_ms + 1) / 2);
+        if n_steps.saturating_mul(self.series.len().max(1)) > MAX_CELLS {
+            return Err(too_large());
+        }
+        let mut values = Array2::from_elem((self.series.len(), n_steps), f64::NAN);
+        let mut channels = Vec::with_capacity(self.series.len());
+        for (row, (_, (channel, mut samples))) in self.series.into_iter().enumerate() {
+            samples.sort_by_key(|&(t, _)| t);
+            let mut out = values.row_mut(row);
+            if channel.metric_type == MetricType::Counter {
+                let mut raw = vec![f64::NAN; n_steps];
+                for (t, v) in samples {
+                    raw[cell(t, first, step_ms, n_steps)] = v;
+                }
+                for k in 1..n_steps {
+                    let (prev, cur) = (raw[k - 1], raw[k]);
+                    if prev.is_finite() && cur.is_finite() {
+                        out[k] = if cur >= prev { cur - prev } else { cur };
+                    }
+                }
+            } else {
+                for (t, v) in samples {
+                    out[cell(t, first, step_ms, n_steps)] = v;
+                }
+            }
+            channels.push(channel);
+        }
+        Ok(HostMatrix {
+            host: host.to_string(),
+            start_ms: first,
+            step_ms,
+            channels,
+            values,
+            non_finite_samples: self.non_finite,
+        })
+    }
+}
+
+fn cell(t: i64, first: i64, step_ms: i64, n: usize) -> usize {
+    let d = t - first;
+    let k = d / step_ms + i64::from(d % step_ms >= (step_ms + 1) / 2);
+    (k.max(0) as usize).min(n - 1)
+}
+
+/// Largest grid a source may build (channels × steps), 2 GiB of `f64`.
+pub const MAX_CELLS: usize = 256 << 20;
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum MatrixError {
+    #[error("host {host:?}: no finite samples")]
+    Empty { host: String },
+    #[error(
+        "host {host:?}: {channels} channels over {span_ms} ms at a {step_ms} ms step exceed \
+         the limit of {MAX_CELLS} cells; check the timestamps or use a larger step"
+    )]
+    TooLarge {
+        host: String,
+        span_ms: i64,
+        step_ms: i64,
+        channels: usize,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ch(name: &str, t: MetricType) -> Channel {
+        Channel {
+            name: name.into(),
+            metric: name.into(),
+            subsystem: Subsystem::from_metric_name(name),
+            kind: Kind::Dynamic,
+            metric_type: t,
+        }
+    }
+
+    #[test]
+    fn subsystem_from_prefix() {
+        assert_eq!(
+            Subsystem::from_metric_name("reveal_gpu_power_watts"),
+            Subsystem::Gpu
+        );
+        assert_eq!(
+            Subsystem::from_metric_name("reveal_storage_x"),
+            Subsystem::Storage
+        );
+        assert_eq!(
+            Subsystem::from_metric_name("reveal_foo_x"),
+            Subsystem::Other
+        );
+        assert_eq!(
+            Subsystem::from_metric_name("node_disk_io_now"),
+            Subsystem::Storage
+        );
+        assert_eq!(Subsystem::from_metric_name("Busy%"), Subsystem::Other);
+    }
+
+    #[test]
+    fn snaps_jittered_samples_and_leaves_gaps() {
+        let g = ch("g", MetricType::Gauge);
+        let mut b = MatrixBuilder::new();
+        for (t, v) in [(1000, 1.0), (1098, 2.0), (1203, 3.0), (1500, 6.0)] {
+            b.push(&g, t, v);
+        }
+        b.push(&g, 1600, f64::NAN);
+        let m = b.build("h", 100).unwrap();
+        let row: Vec<f64> = m.row(0).to_vec();
+        assert_eq!(m.n_steps(), 6);
+        assert_eq!(&row[..3], &[1.0, 2.0, 3.0]);
+        assert!(row[3].is_nan() && row[4].is_nan());
+        assert_eq!(row[5], 6.0);
+        assert_eq!(m.non_finite_samples, 1);
+    }
+
+    #[test]
+    fn counters_become_increases_with_resets_and_gaps() {
+        let c = ch("c_total", MetricType::Counter);
+        let mut b = MatrixBuilder::new();
+        for (t, v) in [(0, 10.0), (100, 15.0), (200, 3.0), (400, 9.0), (500, 9.0)] {
+            b.push(&c, t, v);
+        }
+        let m = b.build("h", 100).unwrap();
+        let row: Vec<f64> = m.row(0).to_vec();
+        assert!(row[0].is_nan());
+        assert_eq!(row[1], 5.0);
+        assert_eq!(row[2], 3.0, "reset: the new value is the increase");
+        assert!(
+            row[3].is_nan() && row[4].is_nan(),
+            "no increase across a gap"
+        );
+        assert_eq!(row[5], 0.0);
+    }
+
+    #[test]
+    fn empty_builder_gives_none() {
+        assert!(MatrixBuilder::new().build("h", 100).is_err());
+        let mut b = MatrixBuilder::new();
+        b.push(&ch("g", MetricType::Gauge), 0, f64::INFINITY);
+        assert!(b.build("h", 100).is_err());
+        let mut b = MatrixBuilder::new();
+        b.push(&ch("g", MetricType::Gauge), i64::MIN, 1.0);
+        b.push(&ch("g", MetricType::Gauge), i64::MAX, 1.0);
+        assert!(matches!(
+            b.build("h", 100),
+            Err(MatrixError::TooLarge { .. })
+        ));
+    }
+}

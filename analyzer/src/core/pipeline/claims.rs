@@ -1,0 +1,59 @@
+//! Claims for the offline report: the shared template of [`crate::core::claim`] (what the
+//! channel is, which way the feature moved and what that means, z), plus the size against
+//! the baseline that the report has at hand (paper table 4: "exceeds the baseline
+//! reference").
+
+use crate::core::features::Feature;
+
+/// "CPU user time (cpu 3) shows a higher within-window variance than its baseline
+/// (z = 6.2): it fluctuates more than usual. 0.21 in this window, baseline 0.03."
+pub fn claim(channel: &str, feature: Feature, value: f64, baseline: f64, z: f64) -> String {
+    format!(
+        "{} {} in this window, baseline {}.",
+        crate::core::claim::claim(channel, &feature.tsfresh_name(), z),
+        num(value),
+        num(baseline)
+    )
+}
+
+/// Compact numbers: 3 significant digits, exponent for very large or small magnitudes.
+pub(crate) fn num(v: f64) -> String {
+    if !v.is_finite() {
+        return "n/a".to_string();
+    }
+    let a = v.abs();
+    if a != 0.0 && !(1e-3..1e6).contains(&a) {
+        format!("{v:.2e}")
+    } else {
+        let s = format!("{v:.3}");
+        let s = s.trim_end_matches('0').trim_end_matches('.');
+        if s == "-0" {
+            "0".to_string()
+        } else {
+            s.to_string()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn claims_carry_size_against_baseline() {
+        let c = claim(
+            "reveal_storage_read_bytes_total{device=\"sda\"}",
+            Feature::Maximum,
+            2.5e7,
+            1200.0,
+            9.0,
+        );
+        assert!(
+            c.contains("higher maximum") && c.ends_with("2.50e7 in this window, baseline 1200."),
+            "{c}"
+        );
+        assert_eq!(num(f64::NAN), "n/a");
+        assert_eq!(num(-0.0001), "-1.00e-4");
+        assert_eq!(num(0.5), "0.5");
+    }
+}

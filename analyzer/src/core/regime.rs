@@ -1,0 +1,490 @@
+//! Regime changes (DESIGN pipeline step 8): a workload starting or stopping is one event,
+//! not an anomaly storm. A *persistent, stable* shift of a host's features is reported once
+//! as a [`RegimeChange`], and the caller refits its baseline on the windows since the change.
+//!
+//! # The test
+//! The tracker keeps a host's last `history` windows (feature rows, and whether the detectors
+//! flagged them). It looks for a change only while windows are being flagged, and then:
+//! 1. **Candidates**: columns whose mean over the last `min_regime` windows differs from
+//!    their mean over the first `min_reference` windows by at least `shift_z` reference
+//!    standard deviations.
+//! 2. **Change point**: the split p maximizing Σ_c p(N−p)/N · (mean_before − mean_after)² / σ_c²
+//!    over the candidate columns (the likelihood-ratio statistic of one shift in mean,
+//!    as binary segmentation uses), with at least `min_reference` windows before; a change
+//!    is only considered once `min_regime` windows follow the split.
+//! 3. **Shifted and stable**: for each candidate, on the windows before/after p: the shift is
+//!    at least `shift_z` σ_before; the new level stands out of the new regime's own spread
+//!    too (its standard deviation at most the shift: a busier workload is often noisier, so
+//!    the old regime's σ alone would be too strict), and it does not drift (the means of its
+//!    two halves differ by at most a quarter of the shift: a ramp such as a leak moves by
+//!    half).
+//! 4. A regime change needs at least `min_flagged` of the windows since p flagged (the
+//!    detectors see it as anomalous against the old baseline), and at least one shifted
+//!    column, with the stable ones at least half of the shifted ones.
+//!
+//! # What a fault leaves behind (the settle rule)
+//! A fault can leave a level behind when it ends: a memory hog drops the page cache, and free
+//! memory stays high for minutes. The detectors flag every window against the old baseline,
+//! and the fault's alert would stay open until the minute of the rule above had passed. So a
+//! second, faster test, while windows are flagged:
+//! 1. The flagged run that ends now (lulls of up to 4 windows inside it) began after the
+//!    reference windows.
+//! 2. The fault is over: of the columns that had moved `shift_z` σ in the run's first 5
+//!    windows after the `ramp` (the first windows of any change mix two levels, and their
+//!    spread and slope come back whatever follows), at least half are back within `shift_z`
+//!    σ of the reference over the last `settle` windows.
+//! 3. What is still shifted has settled: every column `shift_z` σ away over those windows
+//!    has a spread below half its shift and halves that differ by at most a quarter of it
+//!    (one column still moving means the fault goes on), and most of the windows are
+//!    flagged.
+//!
+//! The change then starts `settle` windows ago and lists those columns with their offsets;
+//! the caller moves its baseline's history of these columns by their offsets and refits at
+//! once, so the new level is normal while the baseline keeps every routine it had learned.
+//! A fault that holds its level (a hog that stays) keeps its onset columns shifted, and
+//! only the minute's rule can make it a regime.
+//!
+//! After a change the windows before p are forgotten: the new regime is the reference for the
+//! next change, and none can be reported until `min_reference + min_regime` windows of it
+//! exist. A column with no variance before the change is scaled by 1% of its level, so a
+//! constant that steps to a new constant is a shift, and float noise is not.
+//!
+//! Defaults (1 s stride): 30 windows of reference, 60 of new regime (the shift must hold a
+//! minute: a workload that starts runs for longer, while a fault of a few seconds to tens of
+//! seconds is an episode, not the host's new normal), 4σ, 80% flagged, 120 windows of
+//! history; a left-behind level settles after 10 windows.
+//!
+//! # Online use
+//! Per host, call [`RegimeTracker::observe`] with every scored window's feature row (in a
+//! layout whose column indices are stable; new columns may be appended) and whether it was
+//! flagged. On `Some(change)`: send one `RevealRegimeChange` alert (instance, start); for a
+//! settled level move the baseline's columns by `change.offsets`, otherwise drop the
+//! baseline rows that end before `change.start_ms`; refit on the rest. The windows flagged
+//! since the start belong to the new regime, not to an episode.
+
+use std::collections::VecDeque;
+
+use serde::Serialize;
+
+/// Settings; see the module docs.
+///
+/// Deserializes from the analyzer configuration (every key optional, unknown keys refused);
+/// call `check()` after loading.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RegimeParams {
+    pub history: usize,
+    pub min_reference: usize,
+    pub min_regime: usize,
+    pub shift_z: f64,
+    pub min_flagged: f64,
+    /// Shifted columns listed in a change.
+    pub max_columns: usize,
+    /// Windows a level left behind by a fault must hold before it is the new normal (the
+    /// settle rule, module docs); 0 turns the rule off.
+    pub settle: usize,
+    /// Windows a change takes to fill a window (window length / stride): the first windows
+    /// after a change mix the two levels, and their spread and slope say only that a change
+    /// happened.
+    pub ramp: usize,
+}
+
+impl Default for RegimeParams {
+    fn default() -> Self {
+        RegimeParams {
+            history: 120,
+            min_reference: 30,
+            min_regime: 60,
+            shift_z: 4.0,
+            min_flagged: 0.8,
+            max_columns: 10,
+            settle: 10,
+            ramp: 3,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+#[error("regime settings: {0}")]
+pub struct ParamError(String);
+
+impl RegimeParams {
+    pub fn check(&self) -> Result<(), ParamError> {
+        let bad = |m: &str| Err(ParamError(m.to_string()));
+        if self.min_reference < 3 || self.min_regime < 4 {
+            return bad("need at least 3 reference and 4 regime windows");
+        }
+        if self.history < self.min_reference + self.min_regime {
+            return bad("history must hold min_reference + min_regime windows");
+        }
+        if self.settle != 0 && (self.settle < 4 || self.settle >= self.min_regime) {
+            return bad("settle must be 0 (off), or at least 4 and fewer than min_regime");
+        }
+        if !(self.shift_z > 0.0 && self.shift_z.is_finite()) {
+            return bad("shift_z must be positive");
+        }
+        if !(0.0..=1.0).contains(&self.min_flagged) {
+            return bad("min_flagged must be in [0, 1]");
+        }
+        Ok(())
+    }
+}
+
+/// One scored window of a host.
+#[derive(Debug, Clone, Copy)]
+pub struct RegimeWindow<'a> {
+    pub end_ms: i64,
+    pub flagged: bool,
+    /// Feature values by column (NaN where missing).
+    pub row: &'a [f64],
+}
+
+/// A column that moved to a new level and stayed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ShiftedColumn {
+    pub column: usize,
+    pub before: f64,
+    pub after: f64,
+    /// Shift in standard deviations of the old regime.
+    pub z: f64,
+}
+
+/// A persistent, stable shift: report once, refit the baseline from `start_ms`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RegimeChange {
+    /// End of the first window of the new regime.
+    pub start_ms: i64,
+    /// End of the window where the change was recognized.
+    pub detected_ms: i64,
+    /// Windows of the new regime so far, and how many were flagged.
+    pub windows: usize,
+    pub flagged: usize,
+    /// Shifted and stable columns, largest |z| first (at most `max_columns`), and the count.
+    pub columns: Vec<ShiftedColumn>,
+    pub shifted: usize,
+    /// A level a fault left behind (the settle rule), rather than a workload's new regime.
+    pub settled: bool,
+    /// Every settled column and its shift (after − before): the baseline's history of
+    /// these columns is moved by it, so the rest of the baseline keeps its routine. Empty
+    /// for a workload's new regime (the baseline restarts from the change).
+    #[serde(skip)]
+    pub offsets: Vec<(usize, f64)>,
+}
+
+impl RegimeChange {
+    /// "A new regime since 10:32:05: 14 features moved and stayed (top: CPU user time mean,
+    /// 0.12 → 0.85, 9.1σ)."; `name` names a column.
+    pub fn describe(&self, name: impl Fn(usize) -> String) -> String {
+        let top = self.columns.first().map_or(String::new(), |c| {
+            format!(
+                " (largest: {}, {:.4} → {:.4}, {:.1}σ)",
+                name(c.column),
+                c.before,
+                c.after,
+                c.z
+            )
+        });
+        format!(
+            "A new regime since {}: {} features moved to a new level and stayed there{top}.",
+            crate::core::clock::clock(self.start_ms),
+            self.shifted
+        )
+    }
+}
+
+/// Windows at the start of a flagged run that show what the fault moved (the settle rule).
+const ONSET: usize = 5;
+/// Windows without a flag that a flagged run may hold and still be one run (an episode's
+/// lull, `close_after` − 1 at the default).
+const GAP: usize = 4;
+
+/// Per-host tracker of regime changes.
+#[derive(Debug, Clone)]
+pub struct RegimeTracker {
+    params: RegimeParams,
+    ring: VecDeque<(i64, bool, Vec<f64>)>,
+}
+
+/// Mean and population standard deviation of the finite values; `None` if fewer than half
+/// of the values are finite (or fewer than 2).
+fn mean_sd(v: impl Iterator<Item = f64> + Clone) -> Option<(f64, f64)> {
+    let total = v.clone().count();
+    let (mut n, mut s) = (0usize, 0.0);
+    for x in v.clone().filter(|x| x.is_finite()) {
+        n += 1;
+        s += x;
+    }
+    if n < 2 || 2 * n < total {
+        return None;
+    }
+    let m = s / n as f64;
+    let var = v
+        .filter(|x| x.is_finite())
+        .map(|x| (x - m).powi(2))
+        .sum::<f64>()
+        / n as f64;
+    Some((m, var.sqrt()))
+}
+
+/// The scale a shift is measured in: the old regime's spread, at least 1% of its level.
+fn scale(mean: f64, sd: f64) -> f64 {
+    sd.max(0.01 * mean.abs()).max(f64::MIN_POSITIVE)
+}
+
+impl RegimeTracker {
+    pub fn new(params: RegimeParams) -> Result<RegimeTracker, ParamError> {
+        params.check()?;
+        Ok(RegimeTracker {
+            params,
+            ring: VecDeque::with_capacity(params.history + 1),
+        })
+    }
+
+    /// Windows held (the current regime's, up to `history`).
+    pub fn len(&self) -> usize {
+        self.ring.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ring.is_empty()
+    }
+
+    /// Adds a window; returns a change the first time a new regime is recognized.
+    pub fn observe(&mut self, w: RegimeWindow<'_>) -> Option<RegimeChange> {
+        let p = self.params;
+        self.ring.push_back((w.end_ms, w.flagged, w.row.to_vec()));
+        while self.ring.len() > p.history {
+            self.ring.pop_front();
+        }
+        let n = self.ring.len();
+        if !w.flagged {
+            return None;
+        }
+        if p.settle > 0 && n >= p.min_reference + p.ramp + ONSET + p.settle {
+            if let Some(c) = self.settled(w.end_ms) {
+                return Some(c);
+            }
+        }
+        if n < p.min_reference + p.min_regime {
+            return None;
+        }
+        let width = self.ring.iter().map(|r| r.2.len()).max().unwrap_or(0);
+        let col = |c: usize, range: std::ops::Range<usize>| {
+            self.ring
+                .range(range)
+                .map(move |r| r.2.get(c).copied().unwrap_or(f64::NAN))
+        };
+        // 1. Candidates: last min_regime windows against the first min_reference.
+        let mut cand = Vec::new();
+        for c in 0..width {
+            let (Some((mr, sr)), Some((mn, _))) = (
+                mean_sd(col(c, 0..p.min_reference)),
+                mean_sd(col(c, n - p.min_regime..n)),
+            ) else {
+                continue;
+            };
+            let s = scale(mr, sr);
+            if (mn - mr).abs() >= p.shift_z * s && (mn - mr).abs() > 1e-9 * mr.abs().max(mn.abs()) {
+                cand.push((c, s));
+            }
+        }
+        if cand.is_empty() {
+            return None;
+        }
+        // 2. Change point by the one-shift statistic over prefix sums (NaN as the column's
+        //    reference mean, i.e. no evidence either way).
+        let split = self.change_point(&cand);
+        if n - split < p.min_regime {
+            // The shift is younger than a regime: wait for it to persist.
+            return None;
+        }
+        // 3. Shifted and stable columns at the split.
+        let mut shifted = 0usize;
+        let mut stable = Vec::new();
+        let half = split + (n - split) / 2;
+        for &(c, _) in &cand {
+            let (Some((mb, sb)), Some((ma, sa)), Some((m1, _)), Some((m2, _))) = (
+                mean_sd(col(c, 0..split)),
+                mean_sd(col(c, split..n)),
+                mean_sd(col(c, split..half)),
+                mean_sd(col(c, half..n)),
+            ) else {
+                continue;
+            };
+            let shift = ma - mb;
+            let z = shift / scale(mb, sb);
+            if z.abs() < p.shift_z {
+                continue;
+            }
+            shifted += 1;
+            if sa <= shift.abs() && (m2 - m1).abs() <= shift.abs() / 4.0 {
+                stable.push(ShiftedColumn {
+                    column: c,
+                    before: mb,
+                    after: ma,
+                    z,
+                });
+            }
+        }
+        // 4. Flagged share of the new regime, and mostly stable shifts.
+        let flagged = self.ring.range(split..).filter(|r| r.1).count();
+        let windows = n - split;
+        if (flagged as f64) < p.min_flagged * windows as f64
+            || stable.is_empty()
+            || 2 * stable.len() < shifted
+        {
+            return None;
+        }
+        stable.sort_by(|a, b| {
+            b.z.abs()
+                .total_cmp(&a.z.abs())
+                .then(a.column.cmp(&b.column))
+        });
+        let count = stable.len();
+        stable.truncate(p.max_columns);
+        let change = RegimeChange {
+            start_ms: self.ring[split].0,
+            detected_ms: w.end_ms,
+            windows,
+            flagged,
+            columns: stable,
+            shifted: count,
+            settled: false,
+            offsets: Vec::new(),
+        };
+        self.ring.drain(..split);
+        Some(change)
+    }
+
+    /// The settle rule (module docs): the flagged run that ends now began after the
+    /// reference; at least half of the columns that had moved in its first [`ONSET`] windows
+    /// after the `ramp` are
+    /// back near the reference, and every column still shifted has held one level for the
+    /// last `settle` windows.
+    fn settled(&mut self, end_ms: i64) -> Option<RegimeChange> {
+        let p = self.params;
+        let n = self.ring.len();
+        // Start of the flagged run: back from now until more than GAP windows in a row
+        // are not flagged.
+        let mut start = n;
+        let mut quiet = 0;
+        for i in (0..n).rev() {
+            if self.ring[i].1 {
+                start = i;
+                quiet = 0;
+            } else {
+                quiet += 1;
+                if quiet > GAP {
+                    break;
+                }
+            }
+        }
+        let tail = n - p.settle;
+        let onset = start + p.ramp..start + p.ramp + ONSET;
+        if start < p.min_reference || onset.end > tail {
+            return None;
+        }
+        let flagged = self.ring.range(tail..).filter(|r| r.1).count();
+        if (flagged as f64) < p.min_flagged * p.settle as f64 {
+            return None;
+        }
+        let width = self.ring.iter().map(|r| r.2.len()).max().unwrap_or(0);
+        let col = |c: usize, range: std::ops::Range<usize>| {
+            self.ring
+                .range(range)
+                .map(move |r| r.2.get(c).copied().unwrap_or(f64::NAN))
+        };
+        let mid = tail + p.settle / 2;
+        let (mut moved, mut back) = (0usize, 0usize);
+        let mut stable = Vec::new();
+        for c in 0..width {
+            let Some((mr, sr)) = mean_sd(col(c, 0..p.min_reference)) else {
+                continue;
+            };
+            let s = scale(mr, sr);
+            let shifted = |m: f64| (m - mr).abs() >= p.shift_z * s;
+            let now = mean_sd(col(c, tail..n));
+            if mean_sd(col(c, onset.clone())).is_some_and(|(mo, _)| shifted(mo)) {
+                moved += 1;
+                back += usize::from(now.is_some_and(|(mt, _)| !shifted(mt)));
+            }
+            let Some((mt, st)) = now.filter(|&(mt, _)| shifted(mt)) else {
+                continue;
+            };
+            let (Some((m1, _)), Some((m2, _))) =
+                (mean_sd(col(c, tail..mid)), mean_sd(col(c, mid..n)))
+            else {
+                return None;
+            };
+            let shift = mt - mr;
+            if st > shift.abs() / 2.0 || (m2 - m1).abs() > shift.abs() / 4.0 {
+                return None; // still moving: the fault is not over
+            }
+            stable.push(ShiftedColumn {
+                column: c,
+                before: mr,
+                after: mt,
+                z: shift / s,
+            });
+        }
+        if stable.is_empty() || moved == 0 || 2 * back < moved {
+            return None;
+        }
+        let offsets = stable
+            .iter()
+            .map(|c| (c.column, c.after - c.before))
+            .collect();
+        stable.sort_by(|a, b| {
+            b.z.abs()
+                .total_cmp(&a.z.abs())
+                .then(a.column.cmp(&b.column))
+        });
+        let count = stable.len();
+        stable.truncate(p.max_columns);
+        let change = RegimeChange {
+            start_ms: self.ring[tail].0,
+            detected_ms: end_ms,
+            windows: p.settle,
+            flagged,
+            columns: stable,
+            shifted: count,
+            settled: true,
+            offsets,
+        };
+        self.ring.drain(..tail);
+        Some(change)
+    }
+
+    /// The split maximizing Σ_c p(N−p)/N · (mean_before − mean_after)² / σ_c².
+    fn change_point(&self, cand: &[(usize, f64)]) -> usize {
+        let p = self.params;
+        let n = self.ring.len();
+        let mut stat = vec![0.0; n + 1];
+        for &(c, s) in cand {
+            let vals: Vec<f64> = self
+                .ring
+                .iter()
+                .map(|r| r.2.get(c).copied().unwrap_or(f64::NAN))
+                .collect();
+            let finite: Vec<f64> = vals.iter().copied().filter(|v| v.is_finite()).collect();
+            let fill = finite.iter().sum::<f64>() / finite.len().max(1) as f64;
+            let mut prefix = vec![0.0; n + 1];
+            for (i, v) in vals.iter().enumerate() {
+                prefix[i + 1] = prefix[i] + if v.is_finite() { *v } else { fill };
+            }
+            let total = prefix[n];
+            for k in p.min_reference..=n - 2 {
+                let before = prefix[k] / k as f64;
+                let after = (total - prefix[k]) / (n - k) as f64;
+                let w = (k * (n - k)) as f64 / n as f64;
+                stat[k] += w * ((before - after) / s).powi(2);
+            }
+        }
+        (p.min_reference..=n - 2)
+            .max_by(|&a, &b| stat[a].total_cmp(&stat[b]).then(b.cmp(&a)))
+            .unwrap_or(p.min_reference)
+    }
+}
+
+#[cfg(test)]
+mod tests;

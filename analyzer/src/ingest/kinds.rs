@@ -1,0 +1,446 @@
+//! Channel kinds and subsystems: from the metric set when it names the metric, otherwise a
+//! default by name and type (paper §4.2).
+//!
+//! A metric-set file is the `metrics:` list of the analyzer configuration on its own:
+//!
+//! ```yaml
+//! metrics:
+//!   - expr: reveal_memory_hugepages_.*   # metric-name regex for file and scrape sources
+//!     subsystem: memory
+//!     kind: static
+//!   - expr: reveal_network_tcp_retrans_segments_total
+//!     subsystem: network                 # kind omitted: the default below applies
+//! ```
+//!
+//! Defaults, checked on the `_`-separated words of the metric name:
+//! - **event**: counters whose name has an error, drop, retransmit, ECC, fault, timeout,
+//!   loss, overrun, failure or retired word (`reveal_network_receive_drops_total`), or a
+//!   label value containing one (`reveal_network_protocol_events_total{name="RetransSegs"}`);
+//! - **static**: info metrics, and names with a size, total, limit, capacity, max/min,
+//!   temperature, version or link-width word (`reveal_memory_mem_total_bytes`,
+//!   `reveal_cpu_temperature_celsius`); a counter's own `_total` suffix does not count;
+//! - **static** also: the exporter's self-metrics (`reveal_exporter_*`);
+//! - **dynamic**: everything else.
+
+use std::path::Path;
+
+use regex::Regex;
+use serde::Deserialize;
+
+use crate::core::matrix::{Kind, MetricType, Subsystem};
+
+/// One entry of the metric set.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct MetricSpec {
+    /// PromQL expression (Prometheus source) or metric-name regex (scrape source) selecting
+    /// the series; every series is one channel of its host.
+    pub expr: String,
+    /// Channel name for series without a `__name__` (results of functions like `rate`);
+    /// defaults to the first metric name in `expr`.
+    pub name: Option<String>,
+    /// Subsystem the channels are attributed to.
+    pub subsystem: String,
+    /// `dynamic`, `event` or `static`; when absent, the analyzer's default by name and type.
+    pub kind: Option<MetricKind>,
+}
+
+impl MetricSpec {
+    /// The explicit `name`, else the first identifier in `expr` that is not a function call
+    /// or a PromQL keyword (`rate(foo_total[1s])` → `foo_total`), else the expression itself.
+    pub fn channel_name(&self) -> String {
+        if let Some(n) = &self.name {
+            return n.clone();
+        }
+        // Aggregations may be written `sum by (x) (...)`, so they are not always followed by
+        // `(`; grouping keywords are followed by a label list, which is skipped.
+        const KEYWORDS: [&str; 16] = [
+            "and", "or", "unless", "offset", "bool", "sum", "min", "max", "avg", "count", "group",
+            "stddev", "stdvar", "topk", "bottomk", "quantile",
+        ];
+        const GROUPING: [&str; 6] = [
+            "by",
+            "without",
+            "on",
+            "ignoring",
+            "group_left",
+            "group_right",
+        ];
+        let b = self.expr.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            let c = b[i];
+            if c == b'"' || c == b'\'' {
+                // Skip label values: they are not names.
+                i += 1;
+                while i < b.len() && b[i] != c {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+            } else if c == b'[' {
+                // Range durations (`[1s]`) and subqueries hold no names.
+                i = self.expr[i..].find(']').map_or(b.len(), |p| i + p + 1);
+            } else if c.is_ascii_digit() {
+                // Numbers like `1e3` or `0x1f` must not yield `e3` or `x1f`.
+                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'.') {
+                    i += 1;
+                }
+            } else if c.is_ascii_alphabetic() || c == b'_' || c == b':' {
+                let start = i;
+                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b':')
+                {
+                    i += 1;
+                }
+                let word = &self.expr[start..i];
+                let next = self.expr[i..].trim_start();
+                let in_braces = self.expr[..start].matches('{').count()
+                    > self.expr[..start].matches('}').count();
+                if GROUPING.contains(&word) {
+                    if next.starts_with('(') {
+                        i = self.expr[i..].find(')').map_or(b.len(), |p| i + p + 1);
+                    }
+                    continue;
+                }
+                if !next.starts_with('(') && !KEYWORDS.contains(&word) && !in_braces {
+                    return word.to_string();
+                }
+            } else {
+                i += 1;
+            }
+        }
+        self.expr.trim().to_string()
+    }
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum MetricKind {
+    Dynamic,
+    Event,
+    Static,
+}
+
+impl From<MetricKind> for Kind {
+    fn from(k: MetricKind) -> Kind {
+        match k {
+            MetricKind::Dynamic => Kind::Dynamic,
+            MetricKind::Event => Kind::Event,
+            MetricKind::Static => Kind::Static,
+        }
+    }
+}
+
+/// A metric-set file: the `metrics:` key of the analyzer configuration.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct MetricSetFile {
+    pub metrics: Vec<MetricSpec>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum KindsError {
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}: {source}")]
+    Yaml {
+        path: String,
+        source: serde_yaml::Error,
+    },
+    #[error("{path}: metrics.{index}: {msg}")]
+    Entry {
+        path: String,
+        index: usize,
+        msg: String,
+    },
+}
+
+/// Compiled metric set: the first entry whose regex matches the whole metric name decides.
+#[derive(Debug, Clone, Default)]
+pub struct MetricSet {
+    entries: Vec<(Regex, Subsystem, Option<Kind>)>,
+}
+
+impl MetricSet {
+    /// Compiles entries; `origin` names the file in errors.
+    pub fn new(specs: &[MetricSpec], origin: &str) -> Result<MetricSet, KindsError> {
+        let mut entries = Vec::with_capacity(specs.len());
+        for (index, spec) in specs.iter().enumerate() {
+            let err = |msg: String| KindsError::Entry {
+                path: origin.to_string(),
+                index,
+                msg,
+            };
+            let re = Regex::new(&format!("^(?:{})$", spec.expr))
+                .map_err(|e| err(format!("expr is not a metric-name regex: {e}")))?;
+            let sub = Subsystem::parse(&spec.subsystem)
+                .ok_or_else(|| err(format!("unknown subsystem {:?}", spec.subsystem)))?;
+            entries.push((re, sub, spec.kind.map(Kind::from)));
+        }
+        Ok(MetricSet { entries })
+    }
+
+    /// Parses a metric-set YAML text.
+    pub fn parse(yaml: &str, origin: &str) -> Result<MetricSet, KindsError> {
+        let file: MetricSetFile =
+            serde_yaml::from_str(yaml).map_err(|source| KindsError::Yaml {
+                path: origin.to_string(),
+                source,
+            })?;
+        MetricSet::new(&file.metrics, origin)
+    }
+
+    pub fn load(path: &Path) -> Result<MetricSet, KindsError> {
+        let origin = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| KindsError::Io {
+            path: origin.clone(),
+            source,
+        })?;
+        MetricSet::parse(&text, &origin)
+    }
+
+    /// Subsystem and kind of a metric: the matching entry, else the defaults.
+    pub fn classify(&self, metric: &str, metric_type: MetricType) -> (Subsystem, Kind) {
+        self.classify_series(metric, &[], metric_type)
+    }
+
+    /// Like [`MetricSet::classify`], with the series' labels for the default kind (a
+    /// counter family like `reveal_network_protocol_events_total{name="RetransSegs"}` holds
+    /// event counters under one name).
+    pub fn classify_series(
+        &self,
+        metric: &str,
+        labels: &[(String, String)],
+        metric_type: MetricType,
+    ) -> (Subsystem, Kind) {
+        let default = || default_series_kind(metric, labels, metric_type);
+        for (re, sub, kind) in &self.entries {
+            if re.is_match(metric) {
+                return (*sub, kind.unwrap_or_else(default));
+            }
+        }
+        (Subsystem::from_metric_name(metric), default())
+    }
+}
+
+// Storage "discards" (TRIM) are I/O operations, not losses, so "discard" is not here.
+const EVENT_WORDS: [&str; 26] = [
+    "error",
+    "errors",
+    "err",
+    "errs",
+    "drop",
+    "drops",
+    "dropped",
+    "retrans",
+    "retransmit",
+    "retransmits",
+    "retransmitted",
+    "retranssegs",
+    "ecc",
+    "fault",
+    "faults",
+    "timeout",
+    "timeouts",
+    "lost",
+    "loss",
+    "overrun",
+    "overruns",
+    "fail",
+    "failed",
+    "failure",
+    "failures",
+    "retired",
+];
+const STATIC_WORDS: [&str; 19] = [
+    "size",
+    "hugepagesize",
+    "total",
+    "limit",
+    "limits",
+    "capacity",
+    "max",
+    "min",
+    "info",
+    "temperature",
+    "temp",
+    "celsius",
+    "version",
+    "width",
+    "generation",
+    "gen",
+    "mtu",
+    "pagesize",
+    "boot",
+];
+/// Label values name counters in CamelCase or run-together (`TCPLostRetransmit`,
+/// `pgmajfault`, `ListenDrops`), so they are searched for these parts.
+const EVENT_PARTS: [&str; 9] = [
+    "error", "retrans", "drop", "fault", "timeout", "lost", "fail", "overrun", "ecc",
+];
+
+/// [`default_kind`], and for counters also an event when a label value names an event
+/// (`{name="RetransSegs"}`, `{counter="symbol_error"}`).
+pub fn default_series_kind(
+    metric: &str,
+    labels: &[(String, String)],
+    metric_type: MetricType,
+) -> Kind {
+    let by_name = default_kind(metric, metric_type);
+    if by_name == Kind::Dynamic && metric_type == MetricType::Counter {
+        let event = labels.iter().any(|(_, v)| {
+            let v = v.to_ascii_lowercase();
+            EVENT_PARTS.iter().any(|p| v.contains(p))
+        });
+        if event {
+            return Kind::Event;
+        }
+    }
+    by_name
+}
+
+/// The default kind of a metric by its name and declared type.
+pub fn default_kind(metric: &str, metric_type: MetricType) -> Kind {
+    // The exporter's own health (collector durations, success) describes the exporter, not
+    // the host: kept for cross-host comparison, not scored.
+    if metric_type == MetricType::Info || metric.starts_with("reveal_exporter_") {
+        return Kind::Static;
+    }
+    let lower = metric.to_ascii_lowercase();
+    let base = if metric_type == MetricType::Counter {
+        lower.strip_suffix("_total").unwrap_or(&lower)
+    } else {
+        &lower
+    };
+    let has = |words: &[&str]| base.split(['_', ':']).any(|w| words.contains(&w));
+    if metric_type == MetricType::Counter && has(&EVENT_WORDS) {
+        Kind::Event
+    } else if has(&STATIC_WORDS) {
+        Kind::Static
+    } else {
+        Kind::Dynamic
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn channel_names_skip_functions_keywords_and_labels() {
+        let name = |e: &str| {
+            MetricSpec {
+                expr: e.into(),
+                name: None,
+                subsystem: "cpu".into(),
+                kind: None,
+            }
+            .channel_name()
+        };
+        assert_eq!(name("rate(foo_total[1s])"), "foo_total");
+        assert_eq!(
+            name("sum by (mode) (rate(bar_total{mode=\"idle\"}[5m]))"),
+            "bar_total"
+        );
+        assert_eq!(name("1e3 * baz"), "baz");
+        assert_eq!(name("{__name__=~\"x.*\"}"), "{__name__=~\"x.*\"}");
+        let named = MetricSpec {
+            expr: "up".into(),
+            name: Some("alive".into()),
+            subsystem: "cpu".into(),
+            kind: None,
+        };
+        assert_eq!(named.channel_name(), "alive");
+    }
+
+    #[test]
+    fn defaults_by_name_and_type() {
+        use MetricType::*;
+        let k = default_kind;
+        assert_eq!(k("reveal_network_receive_drop_total", Counter), Kind::Event);
+        assert_eq!(k("reveal_gpu_ecc_errors_total", Counter), Kind::Event);
+        assert_eq!(k("reveal_memory_page_faults_total", Counter), Kind::Event);
+        assert_eq!(
+            k("reveal_network_tcp_retrans_segments_total", Counter),
+            Kind::Event
+        );
+        assert_eq!(k("reveal_cpu_seconds_total", Counter), Kind::Dynamic);
+        assert_eq!(k("reveal_memory_mem_total_bytes", Gauge), Kind::Static);
+        assert_eq!(k("reveal_memory_hugepagesize_bytes", Gauge), Kind::Static);
+        assert_eq!(k("reveal_cpu_temperature_celsius", Gauge), Kind::Static);
+        assert_eq!(k("reveal_gpu_clock_max_hertz", Gauge), Kind::Static);
+        assert_eq!(k("reveal_exporter_build_info", Gauge), Kind::Static);
+        assert_eq!(k("reveal_build", Info), Kind::Static);
+        assert_eq!(k("reveal_cpu_frequency_hertz", Gauge), Kind::Dynamic);
+        // An error gauge is a level, not a stream of events.
+        assert_eq!(k("reveal_gpu_errors_pending", Gauge), Kind::Dynamic);
+        assert_eq!(
+            k("reveal_storage_discards_completed_total", Counter),
+            Kind::Dynamic
+        );
+        assert_eq!(k("reveal_cpu_boot_time_seconds", Gauge), Kind::Static);
+        assert_eq!(
+            k("reveal_exporter_collector_duration_seconds", Gauge),
+            Kind::Static
+        );
+        assert_eq!(k("reveal_gpu_retired_pages_total", Counter), Kind::Event);
+        let l = |v: &str| vec![("name".to_string(), v.to_string())];
+        let ev = |m: &str, v: &str| default_series_kind(m, &l(v), Counter);
+        assert_eq!(
+            ev("reveal_network_protocol_events_total", "RetransSegs"),
+            Kind::Event
+        );
+        assert_eq!(
+            ev("reveal_network_protocol_events_total", "TCPLostRetransmit"),
+            Kind::Event
+        );
+        assert_eq!(
+            ev("reveal_memory_vmstat_events_total", "pgmajfault"),
+            Kind::Event
+        );
+        assert_eq!(
+            ev("reveal_network_protocol_events_total", "InSegs"),
+            Kind::Dynamic
+        );
+        assert_eq!(
+            ev("reveal_cpu_interrupts_total", "interrupts"),
+            Kind::Dynamic
+        );
+        // Only counters are events; a gauge stays what its name says.
+        let g = default_series_kind("reveal_network_protocol_value", &l("InErrors"), Gauge);
+        assert_eq!(g, Kind::Dynamic);
+    }
+
+    #[test]
+    fn metric_set_overrides_and_rejects_bad_entries() {
+        let set = MetricSet::parse(
+            "metrics:\n  - expr: reveal_memory_huge.*\n    subsystem: memory\n    kind: dynamic\n  - expr: Busy%\n    subsystem: cpu\n",
+            "set.yml",
+        )
+        .unwrap();
+        assert_eq!(
+            set.classify("reveal_memory_hugepages_total", MetricType::Gauge),
+            (Subsystem::Memory, Kind::Dynamic)
+        );
+        assert_eq!(
+            set.classify("Busy%", MetricType::Gauge),
+            (Subsystem::Cpu, Kind::Dynamic)
+        );
+        // Anchored: a prefix alone does not match.
+        assert_eq!(
+            set.classify("xreveal_memory_huge", MetricType::Gauge).0,
+            Subsystem::Other
+        );
+        let e = MetricSet::parse("metrics:\n  - expr: a\n    subsystem: disk\n", "f").unwrap_err();
+        assert!(e.to_string().contains("metrics.0"), "{e}");
+        let e = MetricSet::parse(
+            "metrics:\n  - expr: a\n    subsystem: cpu\n    kin: event\n",
+            "f",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("kin"), "{e}");
+        assert!(MetricSet::parse("metrics:\n  - expr: '('\n    subsystem: cpu\n", "f").is_err());
+    }
+}

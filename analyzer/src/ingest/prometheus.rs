@@ -1,0 +1,316 @@
+//! The Prometheus source: one `query_range` per metric-set expression, each returning the
+//! series of every host at once, split into hosts by the host label. A pass therefore costs
+//! as many queries as the metric set has entries, whatever the number of hosts; the queries
+//! of a pass run concurrently.
+//!
+//! Series carry no type over the query API: a series that still has its `__name__` and whose
+//! name ends in `_total` is taken as a raw counter (the matrix turns it into per-step
+//! increases); everything else — notably the result of `rate()` — as a gauge.
+
+use std::time::Instant;
+
+use crate::core::matrix::{HostMatrix, Kind, MetricType};
+use crate::ingest::kinds::{default_kind, MetricKind, MetricSet, MetricSpec};
+use crate::ingest::promapi::{Matrix, PromClient, PromError};
+use crate::ingest::{Assembler, Source, SourceError, SourceOptions, TimeRange};
+
+pub struct PrometheusSource {
+    client: PromClient,
+    specs: Vec<MetricSpec>,
+    options: SourceOptions,
+    /// Warnings the server attached to the latest pass (deduplicated).
+    pub last_warnings: Vec<String>,
+    /// Duration of the latest pass.
+    pub last_duration: std::time::Duration,
+}
+
+/// First grid point at or after `t`.
+pub fn align_up(t: i64, step: i64) -> i64 {
+    let step = step.max(1);
+    t.div_euclid(step) * step + if t.rem_euclid(step) == 0 { 0 } else { step }
+}
+
+impl PrometheusSource {
+    /// `step_ms` is the query step and grid; `host_label` splits hosts.
+    pub fn new(
+        client: PromClient,
+        specs: &[MetricSpec],
+        step_ms: i64,
+        host_label: &str,
+    ) -> Result<Self, SourceError> {
+        // Each expression's series are classified by the subsystem and kind of its entry:
+        // the assembler's metric set is keyed by the exact channel names this source gives.
+        // An entry without a kind gets the default of its name, judged as a counter when the
+        // name is a counter's (`rate(x_total[1s])` is still about the events or time of `x_total`).
+        let by_name: Vec<MetricSpec> = specs
+            .iter()
+            .map(|s| {
+                let name = s.channel_name();
+                let kind = s.kind.unwrap_or_else(|| {
+                    let t = if name.ends_with("_total") {
+                        MetricType::Counter
+                    } else {
+                        MetricType::Gauge
+                    };
+                    match default_kind(&name, t) {
+                        Kind::Dynamic => MetricKind::Dynamic,
+                        Kind::Event => MetricKind::Event,
+                        Kind::Static => MetricKind::Static,
+                    }
+                });
+                MetricSpec {
+                    expr: regex::escape(&name),
+                    kind: Some(kind),
+                    ..s.clone()
+                }
+            })
+            .collect();
+        let metric_set =
+            MetricSet::new(&by_name, "metrics").map_err(|e| SourceError::Other(e.to_string()))?;
+        Ok(PrometheusSource {
+            client,
+            specs: specs.to_vec(),
+            options: SourceOptions {
+                step_ms: step_ms.max(1),
+                host_label: host_label.to_string(),
+                default_host: String::new(),
+                metric_set,
+            },
+            last_warnings: Vec::new(),
+            last_duration: std::time::Duration::ZERO,
+        })
+    }
+
+    pub fn step_ms(&self) -> i64 {
+        self.options.step_ms
+    }
+
+    /// Runs every expression over the grid points in `[start, end)` concurrently and returns
+    /// the raw results in metric-set order. The first failure fails the pass: a pass with a
+    /// subsystem missing would look like a change of the machine.
+    pub async fn query_all(&self, range: TimeRange) -> Result<Vec<Matrix>, PromError> {
+        let step = self.options.step_ms;
+        let start = align_up(range.start_ms, step);
+        let end = align_up(range.end_ms, step) - step;
+        if end < start {
+            return Ok(vec![Matrix::default(); self.specs.len()]);
+        }
+        let mut set = tokio::task::JoinSet::new();
+        for (i, spec) in self.specs.iter().enumerate() {
+            let (client, expr) = (self.client.clone(), spec.expr.clone());
+            set.spawn(async move { (i, client.query_range(&expr, start, end, step).await) });
+        }
+        let mut out = vec![Matrix::default(); self.specs.len()];
+        while let Some(joined) = set.join_next().await {
+            // A query task panicking would be a bug in the parser, which is fuzzed; report it
+            // as a failed pass rather than taking the analyzer down.
+            let (i, res) = joined.map_err(|e| PromError::Parse {
+                expr: "?".into(),
+                status: 0,
+                msg: e.to_string(),
+            })?;
+            out[i] = res?;
+        }
+        Ok(out)
+    }
+
+    /// The hosts' matrices over `[start, end)`.
+    pub async fn fetch_async(&mut self, range: TimeRange) -> Result<Vec<HostMatrix>, SourceError> {
+        let t0 = Instant::now();
+        let results = self
+            .query_all(range)
+            .await
+            .map_err(|e| SourceError::Other(e.to_string()))?;
+        self.last_duration = t0.elapsed();
+        self.last_warnings.clear();
+        for m in &results {
+            for w in &m.warnings {
+                if !self.last_warnings.contains(w) {
+                    self.last_warnings.push(w.clone());
+                }
+            }
+        }
+        assemble(&self.specs, &self.options, &results)
+    }
+}
+
+/// Routes every series of every result to its host's matrix.
+pub fn assemble(
+    specs: &[MetricSpec],
+    options: &SourceOptions,
+    results: &[Matrix],
+) -> Result<Vec<HostMatrix>, SourceError> {
+    let mut asm = Assembler::new(options);
+    let mut key = String::new();
+    for (spec, m) in specs.iter().zip(results) {
+        let fallback = spec.channel_name();
+        for s in &m.series {
+            if !s.labels.contains_key(&options.host_label) {
+                continue;
+            }
+            let (metric, metric_type) = match s.labels.get("__name__") {
+                Some(n) if n.ends_with("_total") => (n.as_str(), MetricType::Counter),
+                Some(n) => (n.as_str(), MetricType::Gauge),
+                None => (fallback.as_str(), MetricType::Gauge),
+            };
+            let labels: Vec<(String, String)> = s
+                .labels
+                .iter()
+                .filter(|(k, _)| *k != "__name__")
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            key.clear();
+            key.push_str(metric);
+            for (k, v) in &labels {
+                key.push('\u{0}');
+                key.push_str(k);
+                key.push('\u{0}');
+                key.push_str(v);
+            }
+            for &(t, v) in &s.samples {
+                asm.push(&key, metric, &labels, metric_type, t, v);
+            }
+        }
+    }
+    match asm.finish() {
+        Err(SourceError::Empty) => Ok(Vec::new()),
+        other => other,
+    }
+}
+
+impl Source for PrometheusSource {
+    fn name(&self) -> &'static str {
+        "prometheus"
+    }
+
+    /// Blocking fetch for offline use (`analyze` over a past range); the online service
+    /// calls [`PrometheusSource::fetch_async`] on its own runtime instead.
+    fn fetch(&mut self, range: Option<TimeRange>) -> Result<Vec<HostMatrix>, SourceError> {
+        let range = range
+            .ok_or_else(|| SourceError::Other("the Prometheus source needs a time range".into()))?;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| SourceError::Other(format!("starting a runtime: {e}")))?;
+        rt.block_on(self.fetch_async(range))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::matrix::Subsystem;
+    use crate::ingest::promapi::Series;
+    use std::collections::BTreeMap;
+
+    fn series(labels: &[(&str, &str)], samples: &[(i64, f64)]) -> Series {
+        Series {
+            labels: labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<BTreeMap<_, _>>(),
+            samples: samples.to_vec(),
+        }
+    }
+
+    fn spec(
+        expr: &str,
+        subsystem: &str,
+        kind: Option<crate::ingest::kinds::MetricKind>,
+    ) -> MetricSpec {
+        MetricSpec {
+            expr: expr.into(),
+            name: None,
+            subsystem: subsystem.into(),
+            kind,
+        }
+    }
+
+    #[test]
+    fn splits_hosts_and_classifies_by_entry() {
+        let specs = [
+            spec("rate(reveal_cpu_time_seconds_total[1s])", "cpu", None),
+            spec(
+                "reveal_storage_written_bytes_total",
+                "storage",
+                Some(crate::ingest::kinds::MetricKind::Event),
+            ),
+        ];
+        let src = PrometheusSource::new(
+            PromClient::new(
+                crate::http::HttpClient::new(&Default::default()).unwrap(),
+                "http://x",
+            ),
+            &specs,
+            100,
+            "instance",
+        )
+        .unwrap();
+        let results = vec![
+            Matrix {
+                series: vec![
+                    series(
+                        &[("instance", "a"), ("cpu", "0"), ("mode", "user")],
+                        &[(1000, 0.5), (1100, 0.6)],
+                    ),
+                    series(
+                        &[("instance", "b"), ("cpu", "0"), ("mode", "user")],
+                        &[(1000, 0.1), (1100, 0.2)],
+                    ),
+                    series(&[("cpu", "0")], &[(1000, 9.0)]),
+                ],
+                warnings: vec![],
+            },
+            Matrix {
+                series: vec![series(
+                    &[
+                        ("__name__", "reveal_storage_written_bytes_total"),
+                        ("instance", "a"),
+                        ("device", "sda"),
+                    ],
+                    &[(1000, 100.0), (1100, 150.0)],
+                )],
+                warnings: vec![],
+            },
+        ];
+        let hosts = assemble(&specs, &src.options, &results).unwrap();
+        assert_eq!(
+            hosts.iter().map(|h| h.host.as_str()).collect::<Vec<_>>(),
+            ["a", "b"]
+        );
+        let a = &hosts[0];
+        assert_eq!(a.n_channels(), 2);
+        let cpu = a
+            .channels
+            .iter()
+            .position(|c| c.subsystem == Subsystem::Cpu)
+            .unwrap();
+        assert_eq!(
+            a.channels[cpu].name,
+            "reveal_cpu_time_seconds_total{cpu=\"0\",mode=\"user\"}"
+        );
+        assert_eq!(a.channels[cpu].kind, Kind::Dynamic);
+        assert_eq!(a.row(cpu).to_vec(), vec![0.5, 0.6]);
+        let disk = 1 - cpu;
+        assert_eq!(a.channels[disk].kind, Kind::Event);
+        assert_eq!(a.channels[disk].metric_type, MetricType::Counter);
+        assert_eq!(
+            a.row(disk)[1],
+            50.0,
+            "raw counters become per-step increases"
+        );
+    }
+
+    #[test]
+    fn empty_results_are_no_hosts() {
+        let opts = SourceOptions::default();
+        assert!(assemble(&[], &opts, &[]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn aligns_to_the_grid() {
+        assert_eq!(align_up(1001, 100), 1100);
+        assert_eq!(align_up(1000, 100), 1000);
+        assert_eq!(align_up(-50, 100), 0);
+    }
+}
