@@ -358,9 +358,8 @@ impl RegimeTracker {
 
     /// The settle rule (module docs): the flagged run that ends now began after the
     /// reference; at least half of the columns that had moved in its first [`ONSET`] windows
-    /// after the `ramp` are
-    /// back near the reference, and every column still shifted has held one level for the
-    /// last `settle` windows.
+    /// after the `ramp` are back near the reference, and every column still shifted has held
+    /// one level for the last `settle` windows.
     fn settled(&mut self, end_ms: i64) -> Option<RegimeChange> {
         let p = self.params;
         let n = self.ring.len();
