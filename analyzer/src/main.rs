@@ -92,7 +92,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let res = match cli.command {
         Command::Run(args) => run(args),
-        Command::Analyze(args) => analyze::run(args),
+        Command::Analyze(args) => analyze::run(args).map_err(anyhow::Error::from),
         Command::Prune(args) => print_result(prune::run_cli(&args)),
         Command::Compare(args) => print_result(compare::run_cli(&args)),
     };

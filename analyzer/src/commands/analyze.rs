@@ -15,7 +15,6 @@ use crate::core::window::WindowConfig;
 use crate::ingest::kinds::MetricSet;
 use crate::ingest::{FileFormat, FileSource, Source, SourceOptions};
 use crate::outputs::report::{deviation_lines, json_lines, markdown};
-use anyhow::Context;
 use clap::ValueEnum;
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -72,12 +71,35 @@ pub struct AnalyzeArgs {
     literal: bool,
 }
 
-fn ms(flag: &str, s: &str) -> anyhow::Result<i64> {
-    let d = parse_duration(s).map_err(|e| anyhow::anyhow!("--{flag}: {e}"))?;
-    Ok(d.as_millis() as i64)
+/// What stops `analyze` after its arguments were parsed (bad input files are reported on
+/// standard error with exit status 2 instead).
+#[derive(Debug, thiserror::Error)]
+pub enum AnalyzeError {
+    #[error("--{flag}: {reason}")]
+    Duration { flag: &'static str, reason: String },
+    #[error("writing {}: {source}", path.display())]
+    Write {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
 }
 
-pub fn run(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
+fn ms(flag: &'static str, s: &str) -> Result<i64, AnalyzeError> {
+    let d = parse_duration(s).map_err(|e| AnalyzeError::Duration {
+        flag,
+        reason: e.to_string(),
+    })?;
+    Ok(i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+fn write(path: &std::path::Path, text: String) -> Result<(), AnalyzeError> {
+    std::fs::write(path, text).map_err(|source| AnalyzeError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+pub fn run(args: AnalyzeArgs) -> Result<ExitCode, AnalyzeError> {
     let window = WindowConfig {
         step_ms: ms("step", &args.step)?,
         window_ms: ms("window", &args.window)?,
@@ -150,16 +172,14 @@ pub fn run(args: AnalyzeArgs) -> anyhow::Result<ExitCode> {
         if let Some(d) = &deviations {
             lines.push_str(&deviation_lines(d));
         }
-        std::fs::write(out, lines).with_context(|| format!("writing {}", out.display()))?;
+        write(out, lines)?;
     }
     let mut md = markdown(&analyses);
     if let Some(d) = &deviations {
         md.push_str(&crosshost::markdown(d));
     }
     match &args.markdown {
-        Some(out) => {
-            std::fs::write(out, md).with_context(|| format!("writing {}", out.display()))?
-        }
+        Some(out) => write(out, md)?,
         None => print!("{md}"),
     }
     Ok(ExitCode::SUCCESS)
