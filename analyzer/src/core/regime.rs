@@ -249,6 +249,22 @@ impl RegimeTracker {
         self.ring.is_empty()
     }
 
+    /// Columns of the widest row held.
+    fn width(&self) -> usize {
+        self.ring.iter().map(|r| r.2.len()).max().unwrap_or(0)
+    }
+
+    /// Column `c` of the windows in `range` (NaN where a row is narrower).
+    fn col(
+        &self,
+        c: usize,
+        range: std::ops::Range<usize>,
+    ) -> impl Iterator<Item = f64> + Clone + '_ {
+        self.ring
+            .range(range)
+            .map(move |r| r.2.get(c).copied().unwrap_or(f64::NAN))
+    }
+
     /// Adds a window; returns a change the first time a new regime is recognized.
     pub fn observe(&mut self, w: RegimeWindow<'_>) -> Option<RegimeChange> {
         let p = self.params;
@@ -268,18 +284,13 @@ impl RegimeTracker {
         if n < p.min_reference + p.min_regime {
             return None;
         }
-        let width = self.ring.iter().map(|r| r.2.len()).max().unwrap_or(0);
-        let col = |c: usize, range: std::ops::Range<usize>| {
-            self.ring
-                .range(range)
-                .map(move |r| r.2.get(c).copied().unwrap_or(f64::NAN))
-        };
+        let width = self.width();
         // 1. Candidates: last min_regime windows against the first min_reference.
         let mut cand = Vec::new();
         for c in 0..width {
             let (Some((mr, sr)), Some((mn, _))) = (
-                mean_sd(col(c, 0..p.min_reference)),
-                mean_sd(col(c, n - p.min_regime..n)),
+                mean_sd(self.col(c, 0..p.min_reference)),
+                mean_sd(self.col(c, n - p.min_regime..n)),
             ) else {
                 continue;
             };
@@ -304,10 +315,10 @@ impl RegimeTracker {
         let half = split + (n - split) / 2;
         for &(c, _) in &cand {
             let (Some((mb, sb)), Some((ma, sa)), Some((m1, _)), Some((m2, _))) = (
-                mean_sd(col(c, 0..split)),
-                mean_sd(col(c, split..n)),
-                mean_sd(col(c, split..half)),
-                mean_sd(col(c, half..n)),
+                mean_sd(self.col(c, 0..split)),
+                mean_sd(self.col(c, split..n)),
+                mean_sd(self.col(c, split..half)),
+                mean_sd(self.col(c, half..n)),
             ) else {
                 continue;
             };
@@ -387,32 +398,28 @@ impl RegimeTracker {
         if (flagged as f64) < p.min_flagged * p.settle as f64 {
             return None;
         }
-        let width = self.ring.iter().map(|r| r.2.len()).max().unwrap_or(0);
-        let col = |c: usize, range: std::ops::Range<usize>| {
-            self.ring
-                .range(range)
-                .map(move |r| r.2.get(c).copied().unwrap_or(f64::NAN))
-        };
+        let width = self.width();
         let mid = tail + p.settle / 2;
         let (mut moved, mut back) = (0usize, 0usize);
         let mut stable = Vec::new();
         for c in 0..width {
-            let Some((mr, sr)) = mean_sd(col(c, 0..p.min_reference)) else {
+            let Some((mr, sr)) = mean_sd(self.col(c, 0..p.min_reference)) else {
                 continue;
             };
             let s = scale(mr, sr);
             let shifted = |m: f64| (m - mr).abs() >= p.shift_z * s;
-            let now = mean_sd(col(c, tail..n));
-            if mean_sd(col(c, onset.clone())).is_some_and(|(mo, _)| shifted(mo)) {
+            let now = mean_sd(self.col(c, tail..n));
+            if mean_sd(self.col(c, onset.clone())).is_some_and(|(mo, _)| shifted(mo)) {
                 moved += 1;
                 back += usize::from(now.is_some_and(|(mt, _)| !shifted(mt)));
             }
             let Some((mt, st)) = now.filter(|&(mt, _)| shifted(mt)) else {
                 continue;
             };
-            let (Some((m1, _)), Some((m2, _))) =
-                (mean_sd(col(c, tail..mid)), mean_sd(col(c, mid..n)))
-            else {
+            let (Some((m1, _)), Some((m2, _))) = (
+                mean_sd(self.col(c, tail..mid)),
+                mean_sd(self.col(c, mid..n)),
+            ) else {
                 return None;
             };
             let shift = mt - mr;

@@ -50,6 +50,16 @@ fn host(start: i64, secs: i64, burst: std::ops::Range<i64>, seed: &mut u64) -> H
     }
 }
 
+/// The scored windows among a pass's outcomes.
+fn scored(out: &[Outcome]) -> Vec<&WindowScore> {
+    out.iter()
+        .filter_map(|o| match o {
+            Outcome::Scored(w) => Some(w),
+            _ => None,
+        })
+        .collect()
+}
+
 fn params() -> EngineParams {
     EngineParams {
         window: WindowConfig::default(),
@@ -78,13 +88,7 @@ fn warms_up_then_flags_a_storage_burst_and_attributes_it() {
     let live = host(t0 - 3_000, 23, t0 + 10_000..t0 + 15_000, &mut seed);
     let out = e.process(&live, t0, t0 + 20_000, &metrics);
     assert_eq!(out.len(), 20);
-    let scored: Vec<&WindowScore> = out
-        .iter()
-        .filter_map(|o| match o {
-            Outcome::Scored(w) => Some(w),
-            _ => None,
-        })
-        .collect();
+    let scored = scored(&out);
     assert_eq!(scored.len(), 20);
     let quiet = scored
         .iter()
@@ -172,13 +176,7 @@ fn events_on_a_channel_that_was_zero_all_baseline_are_seen() {
         3.0,
     );
     let out = e.process(&live, t0, t0 + 20_000, &metrics);
-    let scored: Vec<&WindowScore> = out
-        .iter()
-        .filter_map(|o| match o {
-            Outcome::Scored(w) => Some(w),
-            _ => None,
-        })
-        .collect();
+    let scored = scored(&out);
     let during: Vec<_> = scored
         .iter()
         .filter(|w| w.end_ms > t0 + 11_000 && w.end_ms <= t0 + 17_000)
@@ -221,13 +219,7 @@ fn a_level_left_behind_by_a_fault_settles_and_the_alert_can_end() {
         }
     }
     let out = e.process(&live, t0, t0 + 120_000, &metrics);
-    let scored: Vec<&WindowScore> = out
-        .iter()
-        .filter_map(|o| match o {
-            Outcome::Scored(w) => Some(w),
-            _ => None,
-        })
-        .collect();
+    let scored = scored(&out);
     let flagged = |a: i64, b: i64| {
         scored
             .iter()
