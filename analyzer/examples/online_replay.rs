@@ -5,7 +5,8 @@
 //!
 //! Times are Unix seconds; the baseline is learned on (LEARN_FROM, SCORE_FROM]. Episodes are
 //! formed as the service forms them (`analysis.episodes`), and printed as `EPISODE` lines:
-//! opened and closed at the end of which window, and on which subsystems.
+//! opened, joined by a subsystem (the service then alerts on that subsystem too) and closed
+//! at the end of which window, and on which subsystems.
 
 use prometheus_client::registry::Registry;
 use reveal_analyzer::config::Config;
@@ -61,6 +62,8 @@ async fn main() -> anyhow::Result<()> {
         engine.learn(&m, learn_from, from, &[], &metrics);
     }
     engine.refit_all(&metrics);
+    // Subsystems of the open episode alerted so far (one host per replay).
+    let mut alerted: Vec<String> = Vec::new();
     for m in src.fetch_async(range(from, until)).await? {
         for o in engine.process(&m, from, until, &metrics) {
             match o {
@@ -69,14 +72,28 @@ async fn main() -> anyhow::Result<()> {
                 }
                 Outcome::Scored(w) => {
                     match tracker.observe(w.verdict()) {
-                        Some(Event::Opened(ep)) => println!(
+                        Some(Event::Extended(ep)) if ep.subsystems.len() > alerted.len() => {
+                            // A subsystem joins the open episode: the service alerts on it.
+                            println!(
+                                "EPISODE join {} {} {} [{}]",
+                                w.host,
+                                w.end_ms / 1000,
+                                ep.start_ms / 1000,
+                                ep.subsystems.join(",")
+                            );
+                            alerted = ep.subsystems.clone();
+                        }
+                        Some(Event::Opened(ep)) => {
+                            alerted = ep.subsystems.clone();
+                            println!(
                             "EPISODE open {} {} {} [{}] {}",
                             w.host,
                             w.end_ms / 1000,
                             ep.start_ms / 1000,
                             ep.subsystems.join(","),
                             ep.summary
-                        ),
+                        );
+                        }
                         Some(Event::Closed(ep)) => println!(
                             "EPISODE close {} {} {} [{}]",
                             w.host,
@@ -101,6 +118,16 @@ async fn main() -> anyhow::Result<()> {
                     );
                 }
             }
+        }
+        for ev in engine.take_regime_changes() {
+            println!(
+                "REGIME {} {} {} settled={} {}",
+                ev.host,
+                ev.change.detected_ms / 1000,
+                ev.change.start_ms / 1000,
+                ev.change.settled,
+                ev.summary
+            );
         }
     }
     Ok(())

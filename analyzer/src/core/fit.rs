@@ -16,11 +16,25 @@ use ndarray::{Array2, ArrayView2, Axis};
 use crate::core::detect::{percentile, Detector, DetectorsConfig, Fit};
 
 pub struct Fitted {
-    /// Each detector with the threshold used online.
-    pub detectors: Vec<(Box<dyn Detector>, f64)>,
+    /// Each detector with the bars its scores are compared with.
+    pub detectors: Vec<Calibrated>,
     /// Width of the rows the models take.
     pub width: usize,
     pub at_ms: i64,
+    /// Consecutive windows of the held bar ([`crate::core::hold`]); below 2, none.
+    pub hold: usize,
+}
+
+/// A fitted detector and its bars, both from the baseline.
+#[derive(Debug)]
+pub struct Calibrated {
+    pub model: Box<dyn Detector>,
+    /// A window scoring above it is flagged.
+    pub threshold: f64,
+    /// A window is also flagged when it and the windows before it, [`Fitted::hold`] in all,
+    /// each scored above this: the percentile of the baseline's scores held that long.
+    /// `None` when holds are off.
+    pub held: Option<f64>,
 }
 
 /// What a baseline holds, which decides how thresholds are calibrated.
@@ -141,7 +155,7 @@ pub fn fit_with(
     baseline: Baseline,
 ) -> Option<Fitted> {
     let set = set.clone().seed(seed);
-    let mut detectors: Vec<(Box<dyn Detector>, f64)> = Vec::new();
+    let mut detectors: Vec<Calibrated> = Vec::new();
     for name in DETECTORS {
         let first = match fit_one(&set, name, x) {
             Ok(m) => m,
@@ -164,28 +178,49 @@ pub fn fit_with(
         } else {
             (first, x.to_owned())
         };
-        // Out-of-sample calibration: scores of each fold by a model fitted on the others,
-        // and that model's scores of the windows it was fitted on.
-        let (mut held, mut seen) = (Vec::new(), Vec::new());
+        // Out-of-sample calibration: each baseline window's score by a model fitted on the
+        // other folds (NaN where none could be fitted), and those models' in-sample scores.
+        let mut unseen = vec![f64::NAN; base.nrows()];
+        let mut seen = Vec::new();
         if baseline == Baseline::Trailing {
             let fold = folds(base.nrows());
             for f in 0..FOLDS {
-                let (train, calib) = (
-                    rows(base.view(), &fold, |g| g != f),
-                    rows(base.view(), &fold, |g| g == f),
-                );
-                if calib.nrows() == 0 || train.nrows() < 2 {
+                let calib: Vec<usize> = (0..base.nrows()).filter(|&i| fold[i] == f).collect();
+                let train = rows(base.view(), &fold, |g| g != f);
+                if calib.is_empty() || train.nrows() < 2 {
                     continue;
                 }
                 if let Ok(m) = fit_one(&set, name, train.view()) {
-                    held.extend(m.score_many(calib.view()).iter().copied());
+                    let scores = m.score_many(base.select(Axis(0), &calib).view());
+                    for (&i, &s) in calib.iter().zip(scores.iter()) {
+                        unseen[i] = s;
+                    }
                     seen.extend(m.score_many(train.view()).iter().copied());
                 }
             }
         }
-        let thr = (model.threshold() * out_of_sample_gap(&seen, &held))
-            .max(percentile(&held, OUT_OF_SAMPLE_PERCENTILE));
-        detectors.push((model, thr));
+        let held_out: Vec<f64> = unseen.iter().copied().filter(|v| v.is_finite()).collect();
+        let gap = out_of_sample_gap(&seen, &held_out);
+        let threshold =
+            (model.threshold() * gap).max(percentile(&held_out, OUT_OF_SAMPLE_PERCENTILE));
+        // The held bar: the most the trimmed baseline's scores held over `hold` consecutive
+        // windows (their minimum there), raised by the same gap, and at least the 99th
+        // percentile of the same out of sample; none when the baseline is shorter than that.
+        // The most, not a percentile: a held score varies little, and its 99th percentile
+        // sits just above the host's ordinary level, where any lingering trace of a past
+        // fault would pass it.
+        let own = held_scores(&model.score_many(base.view()).to_vec(), set.hold);
+        let held = (set.hold >= 2 && !own.is_empty()).then(|| {
+            (percentile(&own, 100.0) * gap).max(percentile(
+                &held_scores(&unseen, set.hold),
+                OUT_OF_SAMPLE_PERCENTILE,
+            ))
+        });
+        detectors.push(Calibrated {
+            model,
+            threshold,
+            held,
+        });
     }
     if detectors.is_empty() {
         return None;
@@ -194,7 +229,21 @@ pub fn fit_with(
         detectors,
         width: x.ncols(),
         at_ms,
+        hold: set.hold,
     })
+}
+
+/// The finite minima of `scores` (in time order) over every `len` consecutive windows.
+fn held_scores(scores: &[f64], len: usize) -> Vec<f64> {
+    let finite: Vec<f64> = scores
+        .iter()
+        .map(|&v| if v.is_finite() { v } else { f64::NEG_INFINITY })
+        .collect();
+    crate::core::hold::rolling_min(&finite, len)
+        .into_iter()
+        .flatten()
+        .filter(|v| v.is_finite())
+        .collect()
 }
 
 #[cfg(test)]
@@ -281,8 +330,8 @@ mod tests {
     fn flagging(f: &Fitted, x: &ndarray::Array1<f64>) -> Vec<&'static str> {
         f.detectors
             .iter()
-            .filter(|(d, thr)| d.score(x.view()) > *thr)
-            .map(|(d, _)| d.name())
+            .filter(|c| c.model.score(x.view()) > c.threshold)
+            .map(|c| c.model.name())
             .collect()
     }
 
@@ -330,11 +379,12 @@ mod tests {
         let base = Array2::from_shape_fn((300, 200), |_| noise());
         let f = fit(base.view(), 1, 0).expect("fitted");
         let fresh = Array2::from_shape_fn((200, 200), |_| noise());
-        for (d, thr) in &f.detectors {
+        for c in &f.detectors {
+            let (d, thr) = (&c.model, c.threshold);
             let flagged = fresh
                 .rows()
                 .into_iter()
-                .filter(|r| d.score(*r) > *thr)
+                .filter(|r| d.score(*r) > thr)
                 .count();
             // 1% contamination by design; allow sampling noise, not "everything".
             assert!(
@@ -348,11 +398,11 @@ mod tests {
         for j in 0..10 {
             spike[j] = 25.0;
         }
-        for (d, thr) in &f.detectors {
+        for c in &f.detectors {
             assert!(
-                d.score(spike.view()) > *thr,
+                c.model.score(spike.view()) > c.threshold,
                 "{} misses the spike",
-                d.name()
+                c.model.name()
             );
         }
     }

@@ -41,6 +41,7 @@ use crate::core::features::{Extractor, FeatureConfig, FeatureMatrix};
 use crate::core::fit::{fit_with, Baseline};
 use crate::core::matrix::{HostMatrix, Kind, Subsystem};
 use crate::core::regime::RegimeParams;
+use crate::core::score::Scorer;
 use crate::core::stats::column_medians;
 use crate::core::window::{plan_windows, SkipReason, WindowConfig};
 pub use claims::claim;
@@ -194,10 +195,12 @@ pub fn analyze_host(m: &HostMatrix, p: &AnalyzeParams) -> HostAnalysis {
     };
     let left_out = (0..scored.len())
         .filter(|&j| {
-            fitted
-                .detectors
-                .iter()
-                .all(|(d, _)| d.columns().get(j).is_some_and(|c| c.reason().is_some()))
+            fitted.detectors.iter().all(|c| {
+                c.model
+                    .columns()
+                    .get(j)
+                    .is_some_and(|c| c.reason().is_some())
+            })
         })
         .count();
     out.summary.columns_left_out = left_out;
@@ -210,20 +213,23 @@ pub fn analyze_host(m: &HostMatrix, p: &AnalyzeParams) -> HostAnalysis {
     out.summary.detectors = fitted
         .detectors
         .iter()
-        .map(|(d, _)| d.name().to_string())
+        .map(|c| c.model.name().to_string())
         .collect();
     let baseline = column_medians(&x);
+    let mut scorer = Scorer::new(p.window.stride_ms);
     for (wi, w) in fm.windows.iter().enumerate() {
         let row = x.row(wi);
-        let mut scores = BTreeMap::new();
-        let mut flagging: Vec<&dyn Detector> = Vec::new();
-        for (d, thr) in &fitted.detectors {
-            let s = d.score(row);
-            scores.insert(d.name().to_string(), crate::core::detect::relative(s, *thr));
-            if s.is_finite() && s > *thr {
-                flagging.push(d.as_ref());
-            }
-        }
+        let verdict = scorer.score(&fitted, w.end_ms, row);
+        let scores: BTreeMap<String, f64> = verdict
+            .scores
+            .iter()
+            .map(|(d, r)| (d.to_string(), *r))
+            .collect();
+        let flagging: Vec<&dyn Detector> = verdict
+            .flagging
+            .iter()
+            .map(|&i| fitted.detectors[i].model.as_ref())
+            .collect();
         if flagging.is_empty() {
             continue;
         }

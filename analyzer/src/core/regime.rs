@@ -169,6 +169,28 @@ pub struct RegimeChange {
     /// for a workload's new regime (the baseline restarts from the change).
     #[serde(skip)]
     pub offsets: Vec<(usize, f64)>,
+    /// Columns still on their way back to the level they had before the fault (the settle
+    /// rule): the fault's aftermath, not a fault, and not a level to learn either. The
+    /// caller leaves them out of scoring until they are back.
+    #[serde(skip)]
+    pub recovering: Vec<Recovering>,
+}
+
+/// A column returning to its level after a fault (the settle rule).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Recovering {
+    pub column: usize,
+    /// Its level before the fault.
+    pub level: f64,
+    /// It is back when within this of `level` (`shift_z` σ of the reference).
+    pub band: f64,
+}
+
+impl Recovering {
+    /// Whether `value` is back near the level (a value that is not a number is not).
+    pub fn is_back(&self, value: f64) -> bool {
+        (value - self.level).abs() < self.band
+    }
 }
 
 impl RegimeChange {
@@ -224,6 +246,14 @@ fn mean_sd(v: impl Iterator<Item = f64> + Clone) -> Option<(f64, f64)> {
         .sum::<f64>()
         / n as f64;
     Some((m, var.sqrt()))
+}
+
+/// Median of the finite values; `None` if fewer than half of the values are finite.
+fn median(v: impl Iterator<Item = f64> + Clone) -> Option<f64> {
+    let total = v.clone().count();
+    let finite: Vec<f64> = v.filter(|x| x.is_finite()).collect();
+    (!finite.is_empty() && 2 * finite.len() >= total)
+        .then(|| crate::core::stats::percentile(&finite, 50.0))
 }
 
 /// The scale a shift is measured in: the old regime's spread, at least 1% of its level.
@@ -362,6 +392,7 @@ impl RegimeTracker {
             shifted: count,
             settled: false,
             offsets: Vec::new(),
+            recovering: Vec::new(),
         };
         self.ring.drain(..split);
         Some(change)
@@ -402,38 +433,55 @@ impl RegimeTracker {
         let mid = tail + p.settle / 2;
         let (mut moved, mut back) = (0usize, 0usize);
         let mut stable = Vec::new();
+        let mut recovering = Vec::new();
         for c in 0..width {
             let Some((mr, sr)) = mean_sd(self.col(c, 0..p.min_reference)) else {
                 continue;
             };
             let s = scale(mr, sr);
             let shifted = |m: f64| (m - mr).abs() >= p.shift_z * s;
-            let now = mean_sd(self.col(c, tail..n));
-            if mean_sd(self.col(c, onset.clone())).is_some_and(|(mo, _)| shifted(mo)) {
+            // Medians: one odd window (a stationarity statistic of a near-constant window)
+            // neither makes a column shifted nor hides that it is back.
+            let now = median(self.col(c, tail..n));
+            let at_onset = median(self.col(c, onset.clone()));
+            if at_onset.is_some_and(shifted) {
                 moved += 1;
-                back += usize::from(now.is_some_and(|(mt, _)| !shifted(mt)));
+                back += usize::from(now.is_some_and(|mt| !shifted(mt)));
             }
-            let Some((mt, st)) = now.filter(|&(mt, _)| shifted(mt)) else {
+            let Some(mt) = now.filter(|&mt| shifted(mt)) else {
                 continue;
             };
-            let (Some((m1, _)), Some((m2, _))) = (
-                mean_sd(self.col(c, tail..mid)),
-                mean_sd(self.col(c, mid..n)),
+            let shift = mt - mr;
+            if at_onset.is_some_and(|mo| (mo - mt).abs() <= shift.abs() / 4.0) {
+                return None; // where the run's onset put it: the fault holds
+            }
+            let (Some((_, st)), Some(m1), Some(m2)) = (
+                mean_sd(self.col(c, tail..n)),
+                median(self.col(c, tail..mid)),
+                median(self.col(c, mid..n)),
             ) else {
                 return None;
             };
-            let shift = mt - mr;
-            if st > shift.abs() / 2.0 || (m2 - m1).abs() > shift.abs() / 4.0 {
-                return None; // still moving: the fault is not over
+            if (m1 - mr).signum() == (m2 - mr).signum() && (m2 - mr).abs() < (m1 - mr).abs() {
+                // On its way back (free memory refilling after a hog), however slowly: an
+                // offset learned now would be a fault of its own once it is back.
+                recovering.push(Recovering {
+                    column: c,
+                    level: mr,
+                    band: p.shift_z * s,
+                });
+            } else if st <= shift.abs() / 2.0 && (m2 - m1).abs() <= shift.abs() / 4.0 {
+                stable.push(ShiftedColumn {
+                    column: c,
+                    before: mr,
+                    after: mt,
+                    z: shift / s,
+                });
+            } else {
+                return None; // moving away, or swinging across its level: not over
             }
-            stable.push(ShiftedColumn {
-                column: c,
-                before: mr,
-                after: mt,
-                z: shift / s,
-            });
         }
-        if stable.is_empty() || moved == 0 || 2 * back < moved {
+        if moved == 0 || 2 * back < moved || (stable.is_empty() && recovering.is_empty()) {
             return None;
         }
         let offsets = stable
@@ -456,6 +504,7 @@ impl RegimeTracker {
             shifted: count,
             settled: true,
             offsets,
+            recovering,
         };
         self.ring.drain(..tail);
         Some(change)

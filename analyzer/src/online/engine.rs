@@ -16,7 +16,8 @@ use crate::core::detect::DetectorsConfig;
 use crate::core::features::{Extractor, Feature, FeatureConfig};
 use crate::core::fit::{fit_with, Baseline, Fitted};
 use crate::core::matrix::{HostMatrix, Kind, Subsystem};
-use crate::core::regime::{RegimeChange, RegimeParams, RegimeTracker, RegimeWindow};
+use crate::core::regime::{Recovering, RegimeChange, RegimeParams, RegimeTracker, RegimeWindow};
+use crate::core::score::Scorer;
 use crate::core::window::{plan_windows, SkipReason, WindowConfig};
 use crate::online::group::{FullCol, FullRow, GroupOutput, GroupStage, RegimeEvent};
 use crate::online::{Outcome, WindowScore};
@@ -77,6 +78,11 @@ struct HostState {
     /// (window end, row in layout order at the time, flagged by enough detectors).
     ring: VecDeque<(i64, Vec<f64>, bool)>,
     fitted: Option<Fitted>,
+    /// Scores the host's windows in order (held scores need the windows before).
+    scorer: Option<Scorer>,
+    /// Columns on their way back after a fault (the settle rule): left out of scoring until
+    /// they are back, or until the next fit.
+    recovering: Vec<Recovering>,
     /// Regime changes of this host (DESIGN step 8), over its scored rows.
     regime: Option<RegimeTracker>,
 }
@@ -298,7 +304,16 @@ impl Engine {
                 continue;
             };
             let t1 = Instant::now();
-            let score = score_window(&m.host, win.end_ms, &row, fitted, &host.layout);
+            let scorer = host.scorer.get_or_insert_with(|| Scorer::new(w.stride_ms));
+            let scored_row = without_recovering(&row, &mut host.recovering);
+            let score = score_window(
+                &m.host,
+                win.end_ms,
+                &scored_row,
+                fitted,
+                scorer,
+                &host.layout,
+            );
             metrics.phase("score", t1.elapsed().as_secs_f64());
             let flagged = score.agreement >= self.params.min_agreement;
             let change = observe_regime(host, &self.params, win.end_ms, flagged, &row);
@@ -309,8 +324,13 @@ impl Engine {
             ));
             trim(host, &self.params, win.end_ms);
             if let Some(c) = change {
-                let ev = regime_changed(&m.host, host, c, &self.params, win.end_ms, metrics);
-                self.regime_events.push(ev);
+                let recovering = c.recovering.clone();
+                // A fault's aftermath with no level left behind is not a regime change.
+                if !(c.settled && c.columns.is_empty()) {
+                    let ev = regime_changed(&m.host, host, c, &self.params, win.end_ms, metrics);
+                    self.regime_events.push(ev);
+                }
+                host.recovering = recovering;
             }
             out.push(Outcome::Scored(score));
         }
@@ -504,6 +524,18 @@ fn maybe_fit(
         tracing::info!(host = %host_name, windows = rows.len(), features = width, "baseline fitted; warm-up over");
     }
     host.fitted = Some(fitted);
+    host.recovering.clear();
+}
+
+/// `row` with the columns still recovering from a fault left out (NaN: the detectors read
+/// them as the baseline's centre); a column that is back is dropped from `recovering`.
+fn without_recovering(row: &[f64], recovering: &mut Vec<Recovering>) -> Vec<f64> {
+    recovering.retain(|r| row.get(r.column).is_some_and(|&v| !r.is_back(v)));
+    let mut out = row.to_vec();
+    for r in recovering.iter() {
+        out[r.column] = f64::NAN;
+    }
+    out
 }
 
 /// One event: the least scale of an event channel's features (its per-window sum and
@@ -540,18 +572,24 @@ fn event_floors(layout: &[Col]) -> Option<std::sync::Arc<[f64]>> {
     })
 }
 
-fn score_window(host: &str, end_ms: i64, row: &[f64], f: &Fitted, layout: &[Col]) -> WindowScore {
+fn score_window(
+    host: &str,
+    end_ms: i64,
+    row: &[f64],
+    f: &Fitted,
+    scorer: &mut Scorer,
+    layout: &[Col],
+) -> WindowScore {
     // Columns born after the fit are not in the model until the next refit.
     let x = Array1::from_iter((0..f.width).map(|j| row.get(j).copied().unwrap_or(f64::NAN)));
-    let mut scores = Vec::with_capacity(f.detectors.len());
+    let verdict = scorer.score(f, end_ms, x.view());
     let mut flagged = Vec::new();
     let mut share: BTreeMap<&'static str, f64> = BTreeMap::new();
     // Per feature: how many flagging detectors cite it, their summed shares, and its z.
     let mut pairs: Vec<(usize, u32, f64, f64)> = Vec::new();
-    for (d, thr) in &f.detectors {
-        let s = d.score(x.view());
-        scores.push((d.name(), crate::core::detect::relative(s, *thr)));
-        if s > *thr {
+    for &i in &verdict.flagging {
+        let d = &f.detectors[i].model;
+        {
             flagged.push(d.name().to_string());
             for a in d.attribute(x.view(), TOP_K) {
                 if let Some(col) = layout.get(a.feature) {
@@ -605,7 +643,7 @@ fn score_window(host: &str, end_ms: i64, row: &[f64], f: &Fitted, layout: &[Col]
         host: host.to_string(),
         end_ms,
         agreement: flagged.len() as u32,
-        scores,
+        scores: verdict.scores,
         detectors: flagged,
         subsystems,
         summary: claims.first().cloned().unwrap_or_default(),

@@ -20,6 +20,9 @@ pub struct DetectorsConfig {
     /// Whether each detector's baseline is trimmed of its transients before the final fit
     /// (`core::fit::fit_with`); the paper's literal configuration does not trim.
     pub trim: bool,
+    /// Consecutive windows over which a score that stays up is also compared with what the
+    /// baseline *held* that long (`core::hold`); 0 or 1 turns it off, as in the paper.
+    pub hold: usize,
 }
 
 impl Default for DetectorsConfig {
@@ -29,6 +32,7 @@ impl Default for DetectorsConfig {
             pca: PcaParams::default(),
             iforest: IForestParams::default(),
             trim: true,
+            hold: crate::core::hold::DEFAULT_HOLD,
         }
     }
 }
@@ -41,6 +45,7 @@ impl DetectorsConfig {
             pca: PcaParams::literal(),
             iforest: IForestParams::literal(),
             trim: false,
+            hold: 0,
         }
     }
 
@@ -56,6 +61,15 @@ impl DetectorsConfig {
     pub fn column_groups(mut self, groups: Option<std::sync::Arc<[usize]>>) -> Self {
         self.iforest.column_groups = groups;
         self
+    }
+
+    /// Threshold percentile of detector `name` (`zscore`, `pca`, `iforest`).
+    pub fn threshold_percentile(&self, name: &str) -> f64 {
+        match name {
+            "zscore" => self.zscore.threshold_percentile,
+            "pca" => self.pca.threshold_percentile,
+            _ => self.iforest.threshold_percentile,
+        }
     }
 
     /// Sets every detector's seed.
