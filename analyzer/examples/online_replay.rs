@@ -86,13 +86,13 @@ async fn main() -> anyhow::Result<()> {
                         Some(Event::Opened(ep)) => {
                             alerted = ep.subsystems.clone();
                             println!(
-                            "EPISODE open {} {} {} [{}] {}",
-                            w.host,
-                            w.end_ms / 1000,
-                            ep.start_ms / 1000,
-                            ep.subsystems.join(","),
-                            ep.summary
-                        );
+                                "EPISODE open {} {} {} [{}] {}",
+                                w.host,
+                                w.end_ms / 1000,
+                                ep.start_ms / 1000,
+                                ep.subsystems.join(","),
+                                ep.summary
+                            );
                         }
                         Some(Event::Closed(ep)) => println!(
                             "EPISODE close {} {} {} [{}]",

@@ -184,12 +184,16 @@ pub struct Recovering {
     pub level: f64,
     /// It is back when within this of `level` (`shift_z` σ of the reference).
     pub band: f64,
+    /// The side of `level` it returns from: 1 from above, −1 from below.
+    pub side: f64,
 }
 
 impl Recovering {
-    /// Whether `value` is back near the level (a value that is not a number is not).
+    /// Whether `value` is back near the level, or past it (a column that overshoots is
+    /// moving again, and is scored again); a value that is not a number is not back.
     pub fn is_back(&self, value: f64) -> bool {
-        (value - self.level).abs() < self.band
+        let d = value - self.level;
+        d.abs() < self.band || (d.is_finite() && d.signum() != self.side)
     }
 }
 
@@ -444,9 +448,18 @@ impl RegimeTracker {
             // neither makes a column shifted nor hides that it is back.
             let now = median(self.col(c, tail..n));
             let at_onset = median(self.col(c, onset.clone()));
-            if at_onset.is_some_and(shifted) {
-                moved += 1;
-                back += usize::from(now.is_some_and(|mt| !shifted(mt)));
+            // Only what the fault moved is judged: on a busy host some other column is always
+            // on the move (a routine job starting), and it says nothing about this fault.
+            if !at_onset.is_some_and(shifted) {
+                continue;
+            }
+            moved += 1;
+            // Back in both halves: windows of the fault's end are no longer in view.
+            let near =
+                |r: std::ops::Range<usize>| median(self.col(c, r)).is_some_and(|m| !shifted(m));
+            if near(tail..mid) && near(mid..n) {
+                back += 1;
+                continue;
             }
             let Some(mt) = now.filter(|&mt| shifted(mt)) else {
                 continue;
@@ -462,13 +475,14 @@ impl RegimeTracker {
             ) else {
                 return None;
             };
-            if (m1 - mr).signum() == (m2 - mr).signum() && (m2 - mr).abs() < (m1 - mr).abs() {
+            if self.returning(c, tail, mr) {
                 // On its way back (free memory refilling after a hog), however slowly: an
                 // offset learned now would be a fault of its own once it is back.
                 recovering.push(Recovering {
                     column: c,
                     level: mr,
                     band: p.shift_z * s,
+                    side: shift.signum(),
                 });
             } else if st <= shift.abs() / 2.0 && (m2 - m1).abs() <= shift.abs() / 4.0 {
                 stable.push(ShiftedColumn {
@@ -508,6 +522,27 @@ impl RegimeTracker {
         };
         self.ring.drain(..tail);
         Some(change)
+    }
+
+    /// Whether column `c` has come closer to `level` through the windows from `tail` on, on
+    /// one side of it: the medians of their three thirds are each nearer than the one before
+    /// (a column that jumps between two levels is not returning, whatever its halves say).
+    fn returning(&self, c: usize, tail: usize, level: f64) -> bool {
+        let n = self.ring.len();
+        let third = (n - tail) / 3;
+        if third == 0 {
+            return false;
+        }
+        let parts = [tail..tail + third, tail + third..n - third, n - third..n];
+        let Some(devs) = parts
+            .into_iter()
+            .map(|r| median(self.col(c, r)).map(|m| m - level))
+            .collect::<Option<Vec<f64>>>()
+        else {
+            return false;
+        };
+        devs.iter().all(|d| d.signum() == devs[0].signum())
+            && devs.windows(2).all(|w| w[1].abs() < w[0].abs())
     }
 
     /// The split maximizing Σ_c p(N−p)/N · (mean_before − mean_after)² / σ_c².
