@@ -205,12 +205,12 @@ pub fn fit_with(
             (model.threshold() * gap).max(percentile(&held_out, OUT_OF_SAMPLE_PERCENTILE));
         // The held bar: the most the trimmed baseline's scores held over `hold` consecutive
         // windows (their minimum there), raised by the same gap, and at least the 99th
-        // percentile of the same out of sample; none when the baseline is shorter than that.
+        // percentile of the same out of sample; none on a short baseline ([`HELD_MIN_BLOCKS`]).
         // The most, not a percentile: a held score varies little, and its 99th percentile
         // sits just above the host's ordinary level, where any lingering trace of a past
         // fault would pass it.
         let own = held_scores(&model.score_many(base.view()).to_vec(), set.hold);
-        let held = (set.hold >= 2 && !own.is_empty()).then(|| {
+        let held = (set.hold >= 2 && own.len() >= HELD_MIN_BLOCKS * set.hold).then(|| {
             (percentile(&own, 100.0) * gap).max(percentile(
                 &held_scores(&unseen, set.hold),
                 OUT_OF_SAMPLE_PERCENTILE,
@@ -232,6 +232,13 @@ pub fn fit_with(
         hold: set.hold,
     })
 }
+
+/// Separate stretches of `hold` windows a baseline must hold before it sets a held bar: the
+/// minima of consecutive stretches overlap, so a baseline of `n` windows holds about
+/// `n / hold` independent ones, and a bar meant to be passed about once in a hundred needs a
+/// hundred of them (500 windows, 8 minutes at the defaults). A shorter baseline (the first
+/// fit after warm-up, a short recording) has the instant bar only.
+pub const HELD_MIN_BLOCKS: usize = 100;
 
 /// The finite minima of `scores` (in time order) over every `len` consecutive windows.
 fn held_scores(scores: &[f64], len: usize) -> Vec<f64> {
