@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""Evaluates a metric set over a stretch of a Prometheus and writes trace.csv.gz and metric-set.yml.
+
+    export_trace.py CONFIG PROMETHEUS_URL START_MS END_MS OUT_DIR
+
+CONFIG is an analyzer configuration whose `metrics:` give the expressions (deploy/analyzer.yml);
+at most 1100 s at the 100 ms step. Used by scripts/record_fault_trace.sh, and to cut a fixture
+out of a kept evaluation run (scripts/evaluate.sh --keep-data): the analyzer's tests replay
+these files (analyzer/tests/fixtures/).
+"""
+import csv, gzip, io, json, math, re, sys, urllib.parse, urllib.request
+import yaml
+
+config, prom, start_ms, end_ms, out = sys.argv[1:]
+STEP_MS = 100
+start = -(-int(start_ms) // STEP_MS) * STEP_MS  # first grid point inside the recording
+end = int(end_ms) // STEP_MS * STEP_MS
+assert (end - start) // STEP_MS < 11000, "Prometheus answers at most 11000 points a series"
+RATE = re.compile(r"^\s*(rate|irate|increase)\(\s*([A-Za-z_:][\w:]*)\s*(\{[^}]*\})?\s*\[(\w+)\]\s*\)\s*$")
+
+def channel_name(spec):
+    """The name of a series without __name__, never ending in _total (see the header)."""
+    if spec.get("name"):
+        n = spec["name"]
+    else:
+        m = RATE.match(spec["expr"])
+        if not m or not m.group(2).endswith("_total"):
+            sys.exit(f"give {spec['expr']!r} a name: in the metric set")
+        n = f"{m.group(2)[: -len('_total')]}:{m.group(1)}{m.group(4)}"
+    if n.endswith("_total"):
+        sys.exit(f"{n}: a rate column must not end in _total (CSV reads it as a counter)")
+    return n
+
+def esc(v):
+    return v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+specs = yaml.safe_load(open(config))["metrics"]
+columns = {}  # header -> {t_ms: value}
+entries = {}  # column metric name -> (subsystem, kind, expr)
+for spec in specs:
+    q = urllib.parse.urlencode({"query": spec["expr"], "start": start / 1000,
+                                "end": end / 1000, "step": STEP_MS / 1000})
+    with urllib.request.urlopen(f"{prom}/api/v1/query_range?{q}", timeout=60) as r:
+        body = json.load(r)
+    if body.get("status") != "success":
+        sys.exit(f"{spec['expr']}: {body}")
+    for s in body["data"]["result"]:
+        labels = dict(s["metric"])
+        name = labels.pop("__name__", None) or channel_name(spec)
+        if "kind" not in spec or "subsystem" not in spec:
+            sys.exit(f"{spec['expr']}: the metric set must give subsystem and kind")
+        prev = entries.setdefault(name, (spec["subsystem"], spec["kind"], spec["expr"]))
+        if prev[:2] != (spec["subsystem"], spec["kind"]):
+            sys.exit(f"{name}: two entries give it different subsystems or kinds")
+        header = name + "{" + ",".join(f'{k}="{esc(v)}"' for k, v in sorted(labels.items())) + "}"
+        if header in columns:
+            sys.exit(f"{header}: returned by two expressions")
+        values = {}
+        for t, v in s["values"]:
+            v = float(v)
+            if math.isfinite(v):
+                values[round(float(t) * 1000)] = f"{v:.6g}"
+        if values:  # a series with no finite value says nothing
+            columns[header] = values
+
+headers = sorted(columns)
+buf = io.StringIO()
+w = csv.writer(buf, lineterminator="\n")
+w.writerow(["t_ms"] + headers)
+for t in range(start, end + 1, STEP_MS):
+    w.writerow([t] + [columns[h].get(t, "") for h in headers])
+with gzip.GzipFile(f"{out}/trace.csv.gz", "wb", compresslevel=9, mtime=0) as f:
+    f.write(buf.getvalue().encode())
+
+with open(f"{out}/metric-set.yml", "w") as f:
+    f.write("# Subsystem and kind of each column of trace.csv.gz, from the deploy/analyzer.yml\n"
+            "# entry that produced it (written by scripts/export_trace.py).\n"
+            "metrics:\n")
+    for name in sorted(entries):
+        sub, kind, expr = entries[name]
+        if not any(h.startswith(name + "{") for h in headers):
+            continue
+        f.write(f"  # {expr}\n  - expr: '{re.escape(name)}'\n"
+                f"    subsystem: {sub}\n    kind: {kind}\n")
+print(f"{len(headers)} columns, {(end - start) // STEP_MS + 1} rows", file=sys.stderr)
