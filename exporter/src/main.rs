@@ -52,7 +52,7 @@ fn main() -> anyhow::Result<()> {
 
 async fn shutdown() {
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .expect("installing a SIGTERM handler");
+        .expect("the runtime enables signals (enable_all), so SIGTERM can be registered");
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = term.recv() => {}

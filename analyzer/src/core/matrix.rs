@@ -230,8 +230,11 @@ impl MatrixBuilder {
             channels: self.series.len(),
         };
         let span = last.checked_sub(first).ok_or_else(too_large)?;
-        let n_steps =
-            (span / step_ms + 1) as usize + usize::from(span % step_ms >= (step_ms + 1) / 2);
+        // Checked: a span of `i64::MAX` at a 1 ms step must be `TooLarge`, not an overflow.
+        let n_steps = usize::try_from(span / step_ms)
+            .ok()
+            .and_then(|n| n.checked_add(1 + usize::from(span % step_ms >= (step_ms + 1) / 2)))
+            .ok_or_else(too_large)?;
         if n_steps.saturating_mul(self.series.len().max(1)) > MAX_CELLS {
             return Err(too_large());
         }
@@ -378,5 +381,10 @@ mod tests {
             b.build("h", 100),
             Err(MatrixError::TooLarge { .. })
         ));
+        // A span of exactly `i64::MAX` at the finest step: an error, not an overflow.
+        let mut b = MatrixBuilder::new();
+        b.push(&ch("g", MetricType::Gauge), i64::MIN, 1.0);
+        b.push(&ch("g", MetricType::Gauge), -1, 1.0);
+        assert!(matches!(b.build("h", 1), Err(MatrixError::TooLarge { .. })));
     }
 }

@@ -129,11 +129,14 @@ pub fn parse_query_range(expr: &str, status: u16, body: &[u8]) -> Result<Matrix,
     for raw in data.result {
         let mut samples = Vec::with_capacity(raw.values.len());
         for (t, v) in raw.values {
-            if !t.is_finite() {
-                return Err(parse_err(format!("timestamp {t}")));
+            // ±2^53 ms, as the file sources accept: a stamp beyond it would saturate the cast
+            // below and break grid arithmetic downstream.
+            let ms = (t * 1000.0).round();
+            if !(ms.is_finite() && ms.abs() <= 9.0e15) {
+                return Err(parse_err(format!("timestamp {t} out of range")));
             }
             let value = parse_value(&v).ok_or_else(|| parse_err(format!("value {v:?}")))?;
-            samples.push(((t * 1000.0).round() as i64, value));
+            samples.push((ms as i64, value));
         }
         series.push(Series {
             labels: raw.metric,

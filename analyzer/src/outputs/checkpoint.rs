@@ -52,6 +52,11 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> CheckpointError + '_ {
     }
 }
 
+/// Largest time a checkpoint may name, either side of the epoch (±9e15 ms, the range every
+/// source accepts): the service adds to and subtracts these times, which a hand-edited
+/// `i64::MIN` would overflow.
+const MAX_TIME_MS: i64 = 9_000_000_000_000_000;
+
 /// Parses checkpoint text; pure, never panics.
 pub fn parse_checkpoint(text: &str) -> Result<Checkpoint, String> {
     let c: Checkpoint = serde_json::from_str(text).map_err(|e| e.to_string())?;
@@ -60,6 +65,21 @@ pub fn parse_checkpoint(text: &str) -> Result<Checkpoint, String> {
             "version {} (this analyzer reads {VERSION})",
             c.version
         ));
+    }
+    let in_range = |t: i64| (-MAX_TIME_MS..=MAX_TIME_MS).contains(&t);
+    if !in_range(c.analyzed_until_ms) {
+        return Err(format!(
+            "analyzed_until_ms {} is outside ±{MAX_TIME_MS}",
+            c.analyzed_until_ms
+        ));
+    }
+    for e in &c.open_episodes {
+        if !(in_range(e.start_ms) && in_range(e.last_flagged_ms)) {
+            return Err(format!(
+                "episode {:?}: times {}..{} are outside ±{MAX_TIME_MS}",
+                e.id, e.start_ms, e.last_flagged_ms
+            ));
+        }
     }
     Ok(c)
 }
@@ -199,5 +219,22 @@ mod tests {
         for g in ["", "null", "[]", "{}", "\u{0}", "{\"version\":1}"] {
             assert!(parse_checkpoint(g).is_err(), "{g:?}");
         }
+    }
+
+    #[test]
+    fn parse_refuses_times_the_service_cannot_add_to() {
+        let good = sample();
+        let mut c = good.clone();
+        c.analyzed_until_ms = i64::MIN;
+        let e = parse_checkpoint(&serde_json::to_string(&c).unwrap()).unwrap_err();
+        assert!(e.contains("analyzed_until_ms"), "{e}");
+        let mut c = good.clone();
+        c.open_episodes[0].last_flagged_ms = i64::MAX;
+        let e = parse_checkpoint(&serde_json::to_string(&c).unwrap()).unwrap_err();
+        assert!(e.contains("outside"), "{e}");
+        assert_eq!(
+            parse_checkpoint(&serde_json::to_string(&good).unwrap()),
+            Ok(good)
+        );
     }
 }

@@ -85,6 +85,9 @@ impl Interrupts<'_> {
     }
 }
 
+/// Largest CPU number accepted in the header (Linux's `NR_CPUS` is at most 8192).
+const MAX_CPU: u32 = 65_535;
+
 /// Parses the text of `/proc/interrupts`.
 ///
 /// Numbered IRQ lines must have one count per CPU of the header (anything else is a layout
@@ -100,6 +103,14 @@ pub fn parse_interrupts(text: &str) -> Result<Interrupts<'_>, ParseError> {
             .strip_prefix("CPU")
             .and_then(|n| n.parse().ok())
             .ok_or_else(|| ParseError::new(1, format!("header column {name:?} is not CPUn")))?;
+        // The collector keeps one slot per CPU number up to the largest: a garbage header
+        // (`CPU4000000000`) must not allocate gigabytes.
+        if cpu > MAX_CPU {
+            return Err(ParseError::new(
+                1,
+                format!("header column {name:?}: CPU number above {MAX_CPU}"),
+            ));
+        }
         out.cpus.push(cpu);
     }
     if out.cpus.is_empty() {
@@ -166,8 +177,13 @@ fn delta(prev: u64, cur: u64) -> u64 {
     if cur >= prev {
         return cur - prev;
     }
-    let wrapped = (cur + (1u64 << 32)).saturating_sub(prev);
-    if prev <= u64::from(u32::MAX) && wrapped < (1u64 << 31) {
+    // Only a previous value inside 32 bits can have wrapped; `cur < prev` then also keeps
+    // the sum below from overflowing on a garbage count near `u64::MAX`.
+    if prev > u64::from(u32::MAX) {
+        return cur;
+    }
+    let wrapped = (cur + (1u64 << 32)) - prev;
+    if wrapped < (1u64 << 31) {
         wrapped
     } else {
         cur
@@ -373,9 +389,18 @@ Err:          0\n";
     }
 
     #[test]
+    fn rejects_cpu_numbers_beyond_any_host() {
+        let err = parse_interrupts("  CPU0 CPU4000000000\n 5: 1 2 IO-APIC x\n").unwrap_err();
+        assert!(err.msg.contains("CPU number above"), "{err:?}");
+        assert!(parse_interrupts("  CPU65535\n 5: 1 IO-APIC x\n").is_ok());
+    }
+
+    #[test]
     fn wraps_are_unwrapped() {
         assert_eq!(delta(10, 15), 5);
         assert_eq!(delta(u64::from(u32::MAX) - 1, 3), 5);
+        // Counts near `u64::MAX` (a garbage file) are a reset, not an overflow.
+        assert_eq!(delta(u64::MAX, u64::MAX - 1), u64::MAX - 1);
         assert_eq!(delta(1 << 40, 7), 7);
         // A line that restarts from a low count was reset, not wrapped.
         assert_eq!(delta(1000, 7), 7);

@@ -23,7 +23,7 @@ pub fn symmetric_eigen(a: ArrayView2<f64>) -> (Array1<f64>, Array2<f64>) {
     let n = a.nrows();
     assert_eq!(n, a.ncols(), "square matrix");
     let a = a.as_standard_layout();
-    let slice = a.as_slice().expect("standard layout");
+    let slice = a.as_slice().expect("as_standard_layout() is contiguous");
     // Row-major A read as column-major is Aᵀ = A: its lower triangle is ours.
     eigen_lower(MatRef::from_column_major_slice(slice, n, n))
 }
@@ -34,7 +34,11 @@ pub fn symmetric_eigen(a: ArrayView2<f64>) -> (Array1<f64>, Array2<f64>) {
 pub fn covariance_eigen(z: ArrayView2<f64>, denom: f64) -> (Array1<f64>, Array2<f64>) {
     let (n, p) = z.dim();
     let z = z.as_standard_layout();
-    let zf = MatRef::from_row_major_slice(z.as_slice().expect("standard layout"), n, p);
+    let zf = MatRef::from_row_major_slice(
+        z.as_slice().expect("as_standard_layout() is contiguous"),
+        n,
+        p,
+    );
     let mut cov = Mat::<f64>::zeros(p, p);
     matmul(
         cov.as_mut(),

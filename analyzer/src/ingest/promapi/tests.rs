@@ -73,6 +73,20 @@ fn garbage_is_a_parse_error_never_a_panic() {
 }
 
 #[test]
+fn timestamps_beyond_the_grid_range_are_parse_errors() {
+    for t in ["1e300", "-1e300", "9.1e12"] {
+        let body = format!(
+            r#"{{"status":"success","data":{{"resultType":"matrix","result":[{{"metric":{{}},"values":[[{t},"1"]]}}]}}}}"#
+        );
+        let e = parse_query_range("q", 200, body.as_bytes()).expect_err(t);
+        assert!(
+            matches!(&e, PromError::Parse { msg, .. } if msg.contains("out of range")),
+            "{e}"
+        );
+    }
+}
+
+#[test]
 fn long_ranges_are_split_on_the_step_grid() {
     let parts = split_range(0, 25_000 * 100, 100);
     assert_eq!(parts.len(), 3);

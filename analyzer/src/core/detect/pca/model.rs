@@ -49,7 +49,9 @@ impl PcaModel {
             Scaling::Standard => z.clone(),
             _ => z.mapv(|v| v.clamp(-CLIP, CLIP)),
         };
-        let mean = est.mean_axis(Axis(0)).expect("at least one row");
+        let mean = est
+            .mean_axis(Axis(0))
+            .expect("PcaParams::fit refuses fewer than 3 rows");
         est -= &mean;
         z -= &mean;
         let denom = (n - 1) as f64;
