@@ -4,7 +4,7 @@
     export_trace.py CONFIG PROMETHEUS_URL START_MS END_MS OUT_DIR
 
 CONFIG is an analyzer configuration whose `metrics:` give the expressions (deploy/analyzer.yml);
-at most 1100 s at the 100 ms step. Used by scripts/record_fault_trace.sh, and to cut a fixture
+any length (asked in chunks of 1000 s). Used by scripts/record_fault_trace.sh, and to cut a fixture
 out of a kept evaluation run (scripts/evaluate.sh --keep-data): the analyzer's tests replay
 these files (analyzer/tests/fixtures/).
 """
@@ -15,7 +15,8 @@ config, prom, start_ms, end_ms, out = sys.argv[1:]
 STEP_MS = 100
 start = -(-int(start_ms) // STEP_MS) * STEP_MS  # first grid point inside the recording
 end = int(end_ms) // STEP_MS * STEP_MS
-assert (end - start) // STEP_MS < 11000, "Prometheus answers at most 11000 points a series"
+# Prometheus answers at most 11000 points a series: longer stretches are asked in chunks.
+CHUNK_MS = 10000 * STEP_MS
 RATE = re.compile(r"^\s*(rate|irate|increase)\(\s*([A-Za-z_:][\w:]*)\s*(\{[^}]*\})?\s*\[(\w+)\]\s*\)\s*$")
 
 def channel_name(spec):
@@ -37,14 +38,24 @@ def esc(v):
 specs = yaml.safe_load(open(config))["metrics"]
 columns = {}  # header -> {t_ms: value}
 entries = {}  # column metric name -> (subsystem, kind, expr)
+def query_range(expr):
+    """Every series of `expr` over [start, end], asked in chunks: [(labels, values)]."""
+    series = {}
+    for a in range(start, end + 1, CHUNK_MS):
+        b = min(a + CHUNK_MS - STEP_MS, end)
+        q = urllib.parse.urlencode({"query": expr, "start": a / 1000, "end": b / 1000,
+                                    "step": STEP_MS / 1000})
+        with urllib.request.urlopen(f"{prom}/api/v1/query_range?{q}", timeout=60) as r:
+            body = json.load(r)
+        if body.get("status") != "success":
+            sys.exit(f"{expr}: {body}")
+        for s in body["data"]["result"]:
+            key = json.dumps(s["metric"], sort_keys=True)
+            series.setdefault(key, {"metric": s["metric"], "values": []})["values"] += s["values"]
+    return list(series.values())
+
 for spec in specs:
-    q = urllib.parse.urlencode({"query": spec["expr"], "start": start / 1000,
-                                "end": end / 1000, "step": STEP_MS / 1000})
-    with urllib.request.urlopen(f"{prom}/api/v1/query_range?{q}", timeout=60) as r:
-        body = json.load(r)
-    if body.get("status") != "success":
-        sys.exit(f"{spec['expr']}: {body}")
-    for s in body["data"]["result"]:
+    for s in query_range(spec["expr"]):
         labels = dict(s["metric"])
         name = labels.pop("__name__", None) or channel_name(spec)
         if "kind" not in spec or "subsystem" not in spec:

@@ -17,18 +17,16 @@
 //! is printed on stderr: `cargo nextest run -p reveal-analyzer --test online_real --no-capture`.
 
 use std::collections::BTreeMap;
-use std::io::Read;
-use std::path::PathBuf;
 
 use prometheus_client::registry::Registry;
 use reveal_analyzer::config::{AnalysisConfig, EpisodeConfig};
 use reveal_analyzer::core::matrix::HostMatrix;
 use reveal_analyzer::core::window::WindowConfig;
-use reveal_analyzer::ingest::csv::parse_csv;
-use reveal_analyzer::ingest::kinds::MetricSet;
-use reveal_analyzer::ingest::SourceOptions;
 use reveal_analyzer::online::{Engine, EngineParams, Outcome, WindowScore};
 use reveal_analyzer::outputs::metrics::SelfMetrics;
+
+mod support;
+use support::trace::{fixture_dir, load, Fault};
 
 const SECOND: i64 = 1000;
 /// Windows at least this far from a fault (their data included) count as quiet.
@@ -38,45 +36,6 @@ const QUIET_MARGIN_MS: i64 = 10 * SECOND;
 /// are flagged by any of the three (union bound), and fewer by two. Real telemetry drifts
 /// between refits, so the bound asserted is the any-detector one.
 const QUIET_FLAGGED_BOUND: f64 = 0.03;
-
-fn fixture_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/real")
-}
-
-struct Fault {
-    name: String,
-    start_ms: i64,
-    end_ms: i64,
-}
-
-fn load() -> (HostMatrix, Vec<Fault>) {
-    let dir = fixture_dir();
-    let mut text = String::new();
-    let gz = std::fs::File::open(dir.join("trace.csv.gz")).expect("fixture trace.csv.gz");
-    flate2::read::GzDecoder::new(gz)
-        .read_to_string(&mut text)
-        .expect("gzip CSV");
-    let metric_set = MetricSet::load(&dir.join("metric-set.yml")).expect("metric-set.yml");
-    let opts = SourceOptions {
-        metric_set,
-        ..SourceOptions::default()
-    };
-    let mut hosts = parse_csv(&text, &opts).expect("trace parses");
-    assert_eq!(hosts.len(), 1, "the recording holds one host");
-    let faults: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("faults.json")).unwrap()).unwrap();
-    let faults = faults["faults"]
-        .as_array()
-        .expect("faults.json: faults")
-        .iter()
-        .map(|f| Fault {
-            name: f["name"].as_str().unwrap().to_string(),
-            start_ms: f["start_ms"].as_i64().unwrap(),
-            end_ms: f["end_ms"].as_i64().unwrap(),
-        })
-        .collect();
-    (hosts.remove(0), faults)
-}
 
 /// Replays the recording through the online engine: learn (start + 10 s, start + 70 s], then
 /// one stride at a time to the end.
@@ -157,7 +116,7 @@ fn row(label: &str, ws: &[&WindowScore], skipped: usize, detectors: &[&str]) -> 
 
 #[test]
 fn real_faults_are_flagged_and_quiet_stays_quiet() {
-    let (m, faults) = load();
+    let (m, faults) = load(&fixture_dir("real"));
     assert_eq!(faults.len(), 2, "faults.json: a CPU hog and a write burst");
     let (scored, skipped, w) = replay(&m);
     assert!(!scored.is_empty(), "no window was scored");

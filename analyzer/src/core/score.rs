@@ -171,7 +171,10 @@ mod tests {
                 .count()
         };
         let (with, without) = (flagged(&DetectorsConfig::default()), flagged(&off));
-        assert!(with <= without + 6, "{with} of 600 with holds, {without} without");
+        assert!(
+            with <= without + 6,
+            "{with} of 600 with holds, {without} without"
+        );
     }
 
     #[test]

@@ -7,6 +7,8 @@
 // Every test crate uses a different part of this module; the rest would warn in each.
 #![allow(dead_code)]
 
+pub mod trace;
+
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
