@@ -149,7 +149,9 @@ pub struct AnalysisConfig {
 pub struct EpisodeConfig {
     /// Detectors (of three) that must flag a window for it to count toward an episode.
     pub min_agreement: u32,
-    /// Consecutive counted windows that open an episode.
+    /// Consecutive counted windows that open an episode. The default, 4, is one more than the
+    /// windows a single sample is seen in (a 3 s window every 1 s): one odd scrape, a 100 ms
+    /// write-back caught in one sample, never opens an alert on its own.
     pub open_after: u32,
     /// Consecutive uncounted windows that close it.
     pub close_after: u32,
@@ -165,7 +167,7 @@ impl Default for EpisodeConfig {
     fn default() -> Self {
         EpisodeConfig {
             min_agreement: 2,
-            open_after: 2,
+            open_after: 4,
             close_after: Self::DEFAULT_CLOSE_AFTER,
         }
     }

@@ -23,6 +23,20 @@ pub struct Fitted {
     pub at_ms: i64,
     /// Consecutive windows of the held bar ([`crate::core::hold`]); below 2, none.
     pub hold: usize,
+    /// Detectors of the set that could not be fitted, and why (the caller reports them).
+    pub not_fitted: Vec<(&'static str, String)>,
+}
+
+/// No detector of the set could be fitted: each one's reason.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("no detector could be fitted ({})", reasons(.0))]
+pub struct NotFitted(pub Vec<(&'static str, String)>);
+
+fn reasons(r: &[(&'static str, String)]) -> String {
+    r.iter()
+        .map(|(d, e)| format!("{d}: {e}"))
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// A fitted detector and its bars, both from the baseline.
@@ -32,8 +46,8 @@ pub struct Calibrated {
     /// A window scoring above it is flagged.
     pub threshold: f64,
     /// A window is also flagged when it and the windows before it, [`Fitted::hold`] in all,
-    /// each scored above this: the percentile of the baseline's scores held that long.
-    /// `None` when holds are off.
+    /// each scored above this: the most the baseline's scores held that long. `None` when
+    /// holds are off or the baseline is short ([`HELD_MIN_BLOCKS`]).
     pub held: Option<f64>,
 }
 
@@ -64,10 +78,10 @@ fn rows(x: ArrayView2<f64>, fold: &[usize], pick: impl Fn(usize) -> bool) -> Arr
     x.select(Axis(0), &idx)
 }
 
-/// Fits the detector set `set` (z-score, PCA, Isolation Forest) on `x`
-/// (windows × features). A detector that cannot be fitted is left out and logged; `None`
-/// when none could.
-pub fn fit(x: ArrayView2<f64>, seed: u64, at_ms: i64) -> Option<Fitted> {
+/// Fits the default detector set (z-score, PCA, Isolation Forest) on `x` (windows ×
+/// features). A detector that cannot be fitted is left out and named in
+/// [`Fitted::not_fitted`]; an error when none could.
+pub fn fit(x: ArrayView2<f64>, seed: u64, at_ms: i64) -> Result<Fitted, NotFitted> {
     fit_with(
         x,
         &DetectorsConfig::default(),
@@ -146,21 +160,23 @@ pub const DETECTORS: [&str; 3] = ["zscore", "pca", "iforest"];
 ///    hundred heavy-tailed values, and set thresholds an order of magnitude above the
 ///    scores of ordinary windows.)
 ///
-/// A detector that cannot be fitted is left out and logged; `None` when none could.
+/// A detector that cannot be fitted is left out and named in [`Fitted::not_fitted`]; an
+/// error when none could.
 pub fn fit_with(
     x: ArrayView2<f64>,
     set: &DetectorsConfig,
     seed: u64,
     at_ms: i64,
     baseline: Baseline,
-) -> Option<Fitted> {
+) -> Result<Fitted, NotFitted> {
     let set = set.clone().seed(seed);
     let mut detectors: Vec<Calibrated> = Vec::new();
+    let mut not_fitted = Vec::new();
     for name in DETECTORS {
         let first = match fit_one(&set, name, x) {
             Ok(m) => m,
             Err(e) => {
-                tracing::warn!(error = %e, "{name} not fitted");
+                not_fitted.push((name, e.to_string()));
                 continue;
             }
         };
@@ -204,17 +220,14 @@ pub fn fit_with(
         let threshold =
             (model.threshold() * gap).max(percentile(&held_out, OUT_OF_SAMPLE_PERCENTILE));
         // The held bar: the most the trimmed baseline's scores held over `hold` consecutive
-        // windows (their minimum there), raised by the same gap, and at least the 99th
-        // percentile of the same out of sample; none on a short baseline ([`HELD_MIN_BLOCKS`]).
-        // The most, not a percentile: a held score varies little, and its 99th percentile
-        // sits just above the host's ordinary level, where any lingering trace of a past
-        // fault would pass it.
+        // windows (their minimum there), itself trimmed ([`most_held`]), raised by the same
+        // gap, and at least the 99th percentile of the same out of sample (trimmed too); none
+        // on a short baseline ([`HELD_MIN_BLOCKS`]). The most, not a percentile: a held score
+        // varies little, and its 99th percentile sits just above the host's ordinary level.
         let own = held_scores(&model.score_many(base.view()).to_vec(), set.hold);
         let held = (set.hold >= 2 && own.len() >= HELD_MIN_BLOCKS * set.hold).then(|| {
-            (percentile(&own, 100.0) * gap).max(percentile(
-                &held_scores(&unseen, set.hold),
-                OUT_OF_SAMPLE_PERCENTILE,
-            ))
+            let unseen = held_scores(&unseen, set.hold);
+            (most_held(&own) * gap).max(percentile(&trimmed(&unseen), OUT_OF_SAMPLE_PERCENTILE))
         });
         detectors.push(Calibrated {
             model,
@@ -223,13 +236,14 @@ pub fn fit_with(
         });
     }
     if detectors.is_empty() {
-        return None;
+        return Err(NotFitted(not_fitted));
     }
-    Some(Fitted {
+    Ok(Fitted {
         detectors,
         width: x.ncols(),
         at_ms,
         hold: set.hold,
+        not_fitted,
     })
 }
 
@@ -239,6 +253,22 @@ pub fn fit_with(
 /// hundred of them (500 windows, 8 minutes at the defaults). A shorter baseline (the first
 /// fit after warm-up, a short recording) has the instant bar only.
 pub const HELD_MIN_BLOCKS: usize = 100;
+
+/// The most a baseline's held scores reached once trimmed like the windows (beyond Tukey's
+/// far-out fence, at most [`MAX_TRIMMED`]): a fault the baseline held for 20 s is far out
+/// among them, and does not set the bar for the next one (unless the baseline holds more
+/// such stretches than trimming drops: several faults in half an hour).
+fn most_held(held: &[f64]) -> f64 {
+    percentile(&trimmed(held), 100.0)
+}
+
+/// `values` without what [`trimmed_rows`] drops.
+fn trimmed(values: &[f64]) -> Vec<f64> {
+    trimmed_rows(values)
+        .into_iter()
+        .map(|i| values[i])
+        .collect()
+}
 
 /// The finite minima of `scores` (in time order) over every `len` consecutive windows.
 fn held_scores(scores: &[f64], len: usize) -> Vec<f64> {
@@ -286,6 +316,22 @@ mod tests {
         assert_eq!(out_of_sample_gap(&[2.0, 2.0], &[1.0, 1.0]), 1.0);
         assert_eq!(out_of_sample_gap(&[], &[1.0]), 1.0);
         assert_eq!(out_of_sample_gap(&[0.0, 0.0], &[1.0]), 1.0);
+    }
+
+    #[test]
+    fn a_set_that_cannot_be_fitted_says_why() {
+        // Two windows of constant features: no detector has anything to fit on.
+        let x = Array2::<f64>::zeros((2, 3));
+        let e = fit(x.view(), 0, 0).err().expect("nothing to fit on");
+        assert_eq!(
+            e.0.iter().map(|(d, _)| *d).collect::<Vec<_>>(),
+            DETECTORS.to_vec()
+        );
+        assert!(
+            e.to_string()
+                .starts_with("no detector could be fitted (zscore: "),
+            "{e}"
+        );
     }
 
     #[test]

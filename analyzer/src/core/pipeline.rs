@@ -185,14 +185,26 @@ pub fn analyze_host(m: &HostMatrix, p: &AnalyzeParams) -> HostAnalysis {
     let scored = fm.scored_columns();
     out.summary.feature_columns = scored.len();
     let x = fm.values.select(Axis(1), &scored);
-    let set = p.detectors.clone().unwrap_or_default().column_groups(Some(
-        scored.iter().map(|&c| fm.columns[c].channel).collect(),
-    ));
-    let Some(fitted) = fit_with(x.view(), &set, p.seed, 0, Baseline::WholeRun) else {
-        out.notes
-            .push("no detector could be fitted on this host's windows".to_string());
-        return out;
+    let set = p.detectors.clone().unwrap_or_default().for_columns(
+        &scored
+            .iter()
+            .map(|&c| fm.columns[c].kind)
+            .collect::<Vec<_>>(),
+        &scored
+            .iter()
+            .map(|&c| fm.columns[c].channel)
+            .collect::<Vec<_>>(),
+    );
+    let fitted = match fit_with(x.view(), &set, p.seed, 0, Baseline::WholeRun) {
+        Ok(f) => f,
+        Err(e) => {
+            out.notes.push(format!("{e} on this host's windows"));
+            return out;
+        }
     };
+    for (detector, why) in &fitted.not_fitted {
+        out.notes.push(format!("{detector} was not fitted: {why}"));
+    }
     let left_out = (0..scored.len())
         .filter(|&j| {
             fitted.detectors.iter().all(|c| {

@@ -33,16 +33,19 @@
 //!    windows after the `ramp` (the first windows of any change mix two levels, and their
 //!    spread and slope come back whatever follows), at least half are back within `shift_z`
 //!    σ of the reference over the last `settle` windows.
-//! 3. What is still shifted has settled: every column `shift_z` σ away over those windows
-//!    has a spread below half its shift and halves that differ by at most a quarter of it
-//!    (one column still moving means the fault goes on), and most of the windows are
-//!    flagged.
+//! 3. What is still shifted is either *returning* (the medians of the three thirds of those
+//!    windows come nearer to the reference, on one side of it) or *steady* (a spread below
+//!    half its shift, halves that differ by at most a quarter of it); one column still moving
+//!    away means the fault goes on. Most of the windows are flagged.
 //!
-//! The change then starts `settle` windows ago and lists those columns with their offsets;
-//! the caller moves its baseline's history of these columns by their offsets and refits at
-//! once, so the new level is normal while the baseline keeps every routine it had learned.
-//! A fault that holds its level (a hog that stays) keeps its onset columns shifted, and
-//! only the minute's rule can make it a regime.
+//! The change then starts `settle` windows ago, lists the steady columns (a level the fault
+//! left behind), and names every column still shifted as *left out* ([`LeftOut`]): the caller
+//! scores without them until each is back near its old level or past it, or for a few
+//! minutes at most, by when the trailing baseline has learned a level that stays. Nothing is
+//! learned from the settle rule itself: a column taken for steady may still be drifting back
+//! (free memory refills over a minute after a hog), and a level learned too early is a fault
+//! of its own once the column is back. A fault that holds its level (a hog that stays) keeps
+//! its onset columns where it put them, and only the minute's rule can make it a regime.
 //!
 //! After a change the windows before p are forgotten: the new regime is the reference for the
 //! next change, and none can be reported until `min_reference + min_regime` windows of it
@@ -57,9 +60,9 @@
 //! # Online use
 //! Per host, call [`RegimeTracker::observe`] with every scored window's feature row (in a
 //! layout whose column indices are stable; new columns may be appended) and whether it was
-//! flagged. On `Some(change)`: send one `RevealRegimeChange` alert (instance, start); for a
-//! settled level move the baseline's columns by `change.offsets`, otherwise drop the
-//! baseline rows that end before `change.start_ms`; refit on the rest. The windows flagged
+//! flagged. On `Some(change)`: send one `RevealRegimeChange` alert (instance, start) when it
+//! lists columns; for a settled change leave `change.left_out` out of scoring, otherwise drop
+//! the baseline rows that end before `change.start_ms` and refit on the rest. The windows flagged
 //! since the start belong to the new regime, not to an episode.
 
 use std::collections::VecDeque;
@@ -164,31 +167,26 @@ pub struct RegimeChange {
     pub shifted: usize,
     /// A level a fault left behind (the settle rule), rather than a workload's new regime.
     pub settled: bool,
-    /// Every settled column and its shift (after − before): the baseline's history of
-    /// these columns is moved by it, so the rest of the baseline keeps its routine. Empty
-    /// for a workload's new regime (the baseline restarts from the change).
+    /// Columns still away from the level they had before the fault (the settle rule): its
+    /// aftermath or a level it left behind, and in either case not a fault. The caller leaves
+    /// them out of scoring until they are back (see [`LeftOut`]).
     #[serde(skip)]
-    pub offsets: Vec<(usize, f64)>,
-    /// Columns still on their way back to the level they had before the fault (the settle
-    /// rule): the fault's aftermath, not a fault, and not a level to learn either. The
-    /// caller leaves them out of scoring until they are back.
-    #[serde(skip)]
-    pub recovering: Vec<Recovering>,
+    pub left_out: Vec<LeftOut>,
 }
 
-/// A column returning to its level after a fault (the settle rule).
+/// A column still away from its level after a fault (the settle rule).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Recovering {
+pub struct LeftOut {
     pub column: usize,
     /// Its level before the fault.
     pub level: f64,
     /// It is back when within this of `level` (`shift_z` σ of the reference).
     pub band: f64,
-    /// The side of `level` it returns from: 1 from above, −1 from below.
+    /// The side of `level` it is on: 1 above, −1 below.
     pub side: f64,
 }
 
-impl Recovering {
+impl LeftOut {
     /// Whether `value` is back near the level, or past it (a column that overshoots is
     /// moving again, and is scored again); a value that is not a number is not back.
     pub fn is_back(&self, value: f64) -> bool {
@@ -395,8 +393,7 @@ impl RegimeTracker {
             columns: stable,
             shifted: count,
             settled: false,
-            offsets: Vec::new(),
-            recovering: Vec::new(),
+            left_out: Vec::new(),
         };
         self.ring.drain(..split);
         Some(change)
@@ -437,7 +434,7 @@ impl RegimeTracker {
         let mid = tail + p.settle / 2;
         let (mut moved, mut back) = (0usize, 0usize);
         let mut stable = Vec::new();
-        let mut recovering = Vec::new();
+        let mut left_out = Vec::new();
         for c in 0..width {
             let Some((mr, sr)) = mean_sd(self.col(c, 0..p.min_reference)) else {
                 continue;
@@ -475,33 +472,31 @@ impl RegimeTracker {
             ) else {
                 return None;
             };
-            if self.returning(c, tail, mr) {
-                // On its way back (free memory refilling after a hog), however slowly: an
-                // offset learned now would be a fault of its own once it is back.
-                recovering.push(Recovering {
-                    column: c,
-                    level: mr,
-                    band: p.shift_z * s,
-                    side: shift.signum(),
-                });
-            } else if st <= shift.abs() / 2.0 && (m2 - m1).abs() <= shift.abs() / 4.0 {
+            // On its way back (free memory refilling after a hog), or one level left behind.
+            let returning = self.returning(c, tail, mr);
+            let steady =
+                !returning && st <= shift.abs() / 2.0 && (m2 - m1).abs() <= shift.abs() / 4.0;
+            if !returning && !steady {
+                return None; // moving away, or swinging across its level: not over
+            }
+            if steady {
                 stable.push(ShiftedColumn {
                     column: c,
                     before: mr,
                     after: mt,
                     z: shift / s,
                 });
-            } else {
-                return None; // moving away, or swinging across its level: not over
             }
+            left_out.push(LeftOut {
+                column: c,
+                level: mr,
+                band: p.shift_z * s,
+                side: shift.signum(),
+            });
         }
-        if moved == 0 || 2 * back < moved || (stable.is_empty() && recovering.is_empty()) {
+        if moved == 0 || 2 * back < moved || left_out.is_empty() {
             return None;
         }
-        let offsets = stable
-            .iter()
-            .map(|c| (c.column, c.after - c.before))
-            .collect();
         stable.sort_by(|a, b| {
             b.z.abs()
                 .total_cmp(&a.z.abs())
@@ -517,8 +512,7 @@ impl RegimeTracker {
             columns: stable,
             shifted: count,
             settled: true,
-            offsets,
-            recovering,
+            left_out,
         };
         self.ring.drain(..tail);
         Some(change)

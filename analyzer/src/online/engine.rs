@@ -16,7 +16,7 @@ use crate::core::detect::DetectorsConfig;
 use crate::core::features::{Extractor, Feature, FeatureConfig};
 use crate::core::fit::{fit_with, Baseline, Fitted};
 use crate::core::matrix::{HostMatrix, Kind, Subsystem};
-use crate::core::regime::{Recovering, RegimeChange, RegimeParams, RegimeTracker, RegimeWindow};
+use crate::core::regime::{LeftOut, RegimeChange, RegimeParams, RegimeTracker, RegimeWindow};
 use crate::core::score::Scorer;
 use crate::core::window::{plan_windows, SkipReason, WindowConfig};
 use crate::online::group::{FullCol, FullRow, GroupOutput, GroupStage, RegimeEvent};
@@ -39,6 +39,9 @@ pub struct EngineParams {
     pub min_agreement: u32,
     /// Detector parameters; `None` for the defaults (docs/detection.md).
     pub detectors: Option<DetectorsConfig>,
+    /// How thresholds are calibrated: `Trailing` (new windows are out of sample) for the
+    /// service; `WholeRun` scores the windows fitted on, as `analyze` does.
+    pub calibration: Baseline,
 }
 
 impl EngineParams {
@@ -58,6 +61,7 @@ impl EngineParams {
             seed: a.seed,
             min_agreement: a.episodes.min_agreement,
             detectors: a.detectors.clone(),
+            calibration: Baseline::Trailing,
         }
     }
 }
@@ -80,9 +84,9 @@ struct HostState {
     fitted: Option<Fitted>,
     /// Scores the host's windows in order (held scores need the windows before).
     scorer: Option<Scorer>,
-    /// Columns on their way back after a fault (the settle rule): left out of scoring until
-    /// they are back, or until the next fit.
-    recovering: Vec<Recovering>,
+    /// Columns still away from their level after a fault (the settle rule), and until when
+    /// at most they are left out of scoring.
+    left_out: Vec<(LeftOut, i64)>,
     /// Regime changes of this host (DESIGN step 8), over its scored rows.
     regime: Option<RegimeTracker>,
 }
@@ -305,7 +309,7 @@ impl Engine {
             };
             let t1 = Instant::now();
             let scorer = host.scorer.get_or_insert_with(|| Scorer::new(w.stride_ms));
-            let scored_row = without_recovering(&row, &mut host.recovering);
+            let scored_row = without_left_out(&row, win.end_ms, &mut host.left_out);
             let score = score_window(
                 &m.host,
                 win.end_ms,
@@ -324,13 +328,13 @@ impl Engine {
             ));
             trim(host, &self.params, win.end_ms);
             if let Some(c) = change {
-                let recovering = c.recovering.clone();
+                let until = win.end_ms + LEFT_OUT_MS;
+                host.left_out = c.left_out.iter().map(|l| (*l, until)).collect();
                 // A fault's aftermath with no level left behind is not a regime change.
                 if !(c.settled && c.columns.is_empty()) {
                     let ev = regime_changed(&m.host, host, c, &self.params, win.end_ms, metrics);
                     self.regime_events.push(ev);
                 }
-                host.recovering = recovering;
             }
             out.push(Outcome::Scored(score));
         }
@@ -370,11 +374,10 @@ fn observe_regime(
     })
 }
 
-/// A new regime, and the baseline refitted on it at once. A workload's new regime: the
-/// baseline keeps only its windows (flagged against the old regime, they are its normal
-/// now). A level a fault left behind (`change.settled`): the baseline keeps all its windows,
-/// and the history of the settled columns is moved by their offsets, so the new level is
-/// normal and every routine the baseline had learned stays learned.
+/// A regime change, reported. A workload's new regime: the baseline keeps only its windows
+/// (flagged against the old regime, they are its normal now) and is refitted at once. A level
+/// a fault left behind (`change.settled`): nothing is relearned; its columns are left out of
+/// scoring (the caller's `left_out`) until the trailing baseline holds the level.
 fn regime_changed(
     host_name: &str,
     host: &mut HostState,
@@ -383,32 +386,20 @@ fn regime_changed(
     end: i64,
     metrics: &SelfMetrics,
 ) -> RegimeEvent {
-    if change.settled {
-        for r in host.ring.iter_mut().filter(|r| r.0 < change.start_ms) {
-            for &(c, offset) in &change.offsets {
-                if let Some(v) = r.1.get_mut(c) {
-                    *v += offset;
-                }
-            }
-        }
-    } else {
+    if !change.settled {
         host.ring.retain(|r| r.0 >= change.start_ms);
-    }
-    for r in host.ring.iter_mut().filter(|r| r.0 >= change.start_ms) {
-        r.2 = false;
-    }
-    if let Some(f) = host.fitted.as_mut() {
-        f.at_ms = i64::MIN / 2;
-    }
-    maybe_fit(host_name, host, p, end, metrics);
-    // The first fit of a new regime has few windows: fit again once it has lasted as long
-    // again, rather than a whole `refit_every` later.
-    if let Some(f) = host
-        .fitted
-        .as_mut()
-        .filter(|f| f.at_ms == end && !change.settled)
-    {
-        f.at_ms = end - p.refit_ms + (end - change.start_ms).max(p.window.stride_ms);
+        for r in host.ring.iter_mut() {
+            r.2 = false;
+        }
+        if let Some(f) = host.fitted.as_mut() {
+            f.at_ms = i64::MIN / 2;
+        }
+        maybe_fit(host_name, host, p, end, metrics);
+        // The first fit of a new regime has few windows: fit again once it has lasted as
+        // long again, rather than a whole `refit_every` later.
+        if let Some(f) = host.fitted.as_mut().filter(|f| f.at_ms == end) {
+            f.at_ms = end - p.refit_ms + (end - change.start_ms).max(p.window.stride_ms);
+        }
     }
     let layout = &host.layout;
     let name = |j: usize| {
@@ -435,7 +426,7 @@ fn regime_changed(
         .first()
         .and_then(|c| layout.get(c.column))
         .map_or(Subsystem::Other, |c| c.subsystem);
-    tracing::info!(host = %host_name, start_ms = change.start_ms, shifted = change.shifted, "regime change: baseline refitted on the new regime");
+    tracing::info!(host = %host_name, start_ms = change.start_ms, shifted = change.shifted, settled = change.settled, "regime change");
     RegimeEvent {
         host: host_name.to_string(),
         subsystem,
@@ -477,12 +468,10 @@ fn maybe_fit(
     if !due {
         return;
     }
-    let set = p
-        .detectors
-        .clone()
-        .unwrap_or_default()
-        .column_floors(event_floors(&host.layout))
-        .column_groups(Some(channel_groups(&host.layout)));
+    let set = p.detectors.clone().unwrap_or_default().for_columns(
+        &host.layout.iter().map(|c| c.kind).collect::<Vec<_>>(),
+        &channel_ids(&host.layout),
+    );
     // A trimming detector set fits on every window of the trailing baseline: each detector
     // drops what the baseline saw only once or twice (a fault, a burst) at fit time, and what
     // recurs is the host's routine — a write-back every few minutes that was flagged the first
@@ -513,39 +502,46 @@ fn maybe_fit(
         }
     }
     let t0 = Instant::now();
-    let fitted = fit_with(x.view(), &set, p.seed, end, Baseline::Trailing);
+    let fitted = fit_with(x.view(), &set, p.seed, end, p.calibration);
     metrics.phase("fit", t0.elapsed().as_secs_f64());
-    let Some(fitted) = fitted else {
-        return;
+    let fitted = match fitted {
+        Ok(f) => f,
+        Err(e) => {
+            tracing::warn!(host = %host_name, error = %e, "baseline not fitted");
+            return;
+        }
     };
+    for (detector, why) in &fitted.not_fitted {
+        tracing::warn!(host = %host_name, detector, error = %why, "detector not fitted");
+    }
     metrics.fits.inc();
     metrics.last_fit_timestamp_seconds.set(end as f64 / 1000.0);
     if host.fitted.is_none() {
         tracing::info!(host = %host_name, windows = rows.len(), features = width, "baseline fitted; warm-up over");
     }
     host.fitted = Some(fitted);
-    host.recovering.clear();
 }
 
-/// `row` with the columns still recovering from a fault left out (NaN: the detectors read
-/// them as the baseline's centre); a column that is back is dropped from `recovering`.
-fn without_recovering(row: &[f64], recovering: &mut Vec<Recovering>) -> Vec<f64> {
-    recovering.retain(|r| row.get(r.column).is_some_and(|&v| !r.is_back(v)));
+/// How long at most a column still away from its level after a fault is left out of scoring
+/// (the settle rule): by then the trailing baseline has held a level that stays for a sixth
+/// of its length, well inside its bulk, and a column that is still moving is scored again.
+const LEFT_OUT_MS: i64 = 5 * 60 * 1000;
+
+/// `row` with the columns left out after a fault set to NaN (the detectors read them as the
+/// baseline's centre); a column back near its level or past it, or whose time is up, is
+/// scored again from this window on.
+fn without_left_out(row: &[f64], end_ms: i64, left_out: &mut Vec<(LeftOut, i64)>) -> Vec<f64> {
+    left_out
+        .retain(|(l, until)| end_ms <= *until && row.get(l.column).is_some_and(|&v| !l.is_back(v)));
     let mut out = row.to_vec();
-    for r in recovering.iter() {
-        out[r.column] = f64::NAN;
+    for (l, _) in left_out.iter() {
+        out[l.column] = f64::NAN;
     }
     out
 }
 
-/// One event: the least scale of an event channel's features (its per-window sum and
-/// maximum, in the channel's unit, which counts events per second or per step). Errors,
-/// drops and retransmissions are zero on a healthy host; without a floor such a column is
-/// constant in the baseline, left out of the model, and its first events go unseen.
-const ONE_EVENT: f64 = 1.0;
-
-/// Channel of each layout column, numbered in order of appearance (the forest's coordinates).
-fn channel_groups(layout: &[Col]) -> std::sync::Arc<[usize]> {
+/// Channel of each layout column, numbered in order of appearance.
+fn channel_ids(layout: &[Col]) -> Vec<usize> {
     let mut ids: HashMap<&str, usize> = HashMap::new();
     layout
         .iter()
@@ -554,22 +550,6 @@ fn channel_groups(layout: &[Col]) -> std::sync::Arc<[usize]> {
             *ids.entry(c.channel.as_str()).or_insert(next)
         })
         .collect()
-}
-
-/// Least scale per layout column (see `Scaler::fit_floored`); `None` without event channels.
-fn event_floors(layout: &[Col]) -> Option<std::sync::Arc<[f64]>> {
-    layout.iter().any(|c| c.kind == Kind::Event).then(|| {
-        layout
-            .iter()
-            .map(|c| {
-                if c.kind == Kind::Event {
-                    ONE_EVENT
-                } else {
-                    0.0
-                }
-            })
-            .collect()
-    })
 }
 
 fn score_window(
@@ -589,25 +569,24 @@ fn score_window(
     let mut pairs: Vec<(usize, u32, f64, f64)> = Vec::new();
     for &i in &verdict.flagging {
         let d = &f.detectors[i].model;
-        {
-            flagged.push(d.name().to_string());
-            for a in d.attribute(x.view(), TOP_K) {
-                if let Some(col) = layout.get(a.feature) {
-                    *share.entry(col.subsystem.as_str()).or_default() += a.contribution;
-                }
-                match pairs.iter_mut().find(|p| p.0 == a.feature) {
-                    Some(p) => {
-                        p.1 += 1;
-                        p.2 += a.contribution;
-                        if a.z.abs() > p.3.abs() {
-                            p.3 = a.z;
-                        }
+        flagged.push(d.name().to_string());
+        for a in d.attribute(x.view(), TOP_K) {
+            if let Some(col) = layout.get(a.feature) {
+                *share.entry(col.subsystem.as_str()).or_default() += a.contribution;
+            }
+            match pairs.iter_mut().find(|p| p.0 == a.feature) {
+                Some(p) => {
+                    p.1 += 1;
+                    p.2 += a.contribution;
+                    if a.z.abs() > p.3.abs() {
+                        p.3 = a.z;
                     }
-                    None => pairs.push((a.feature, 1, a.contribution, a.z)),
                 }
+                None => pairs.push((a.feature, 1, a.contribution, a.z)),
             }
         }
     }
+
     let total: f64 = share.values().sum();
     let subsystems = Subsystem::ALL
         .iter()

@@ -52,7 +52,6 @@ pub mod residual;
 pub mod scale;
 mod set;
 pub mod synthetic;
-pub mod tail;
 pub mod zscore;
 
 use ndarray::{Array1, ArrayView1, ArrayView2};

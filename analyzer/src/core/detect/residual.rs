@@ -53,20 +53,17 @@ pub struct WorkloadModel {
     /// What it was fitted with, so a PCA detector asking for the same can share it.
     pub(crate) max_rank: usize,
     pub(crate) seed: u64,
-    /// Whether deviations are measured against the baseline's tails (`Scaling::RobustTails`).
-    pub(crate) tails: bool,
     /// Least scale per column it was fitted with ([`Scaler::fit_floored`]).
     pub(crate) floors: Option<std::sync::Arc<[f64]>>,
 }
 
 impl WorkloadModel {
     /// Fits on a baseline; at most `max_rank` components, only those above
-    /// the noise edge (see [`signal_rank`]); `tails` as in `Scaling::Residual`.
+    /// the noise edge (see [`signal_rank`]).
     pub fn fit(
         x: ArrayView2<f64>,
         max_rank: usize,
         seed: u64,
-        tails: bool,
         floors: Option<std::sync::Arc<[f64]>>,
     ) -> Result<Self, DetectError> {
         if x.nrows() < 3 {
@@ -75,15 +72,7 @@ impl WorkloadModel {
                 min: 3,
             });
         }
-        let scaler = Scaler::fit_floored(
-            x,
-            if tails {
-                Scaling::RobustTails
-            } else {
-                Scaling::Robust
-            },
-            floors.as_deref(),
-        )?;
+        let scaler = Scaler::fit_floored(x, Scaling::Robust, floors.as_deref())?;
         let mut z = scaler.transform(x);
         let (n, q) = z.dim();
         let mut clipped = z.mapv(|v| v.clamp(-CLIP, CLIP));
@@ -115,7 +104,6 @@ impl WorkloadModel {
             variances,
             max_rank,
             seed,
-            tails,
             floors,
             res_center: Array1::zeros(q),
             res_scale: Array1::ones(q),
@@ -318,9 +306,12 @@ impl Standardizer {
         floors: Option<&std::sync::Arc<[f64]>>,
     ) -> Result<Self, DetectError> {
         Ok(match scaling {
-            Scaling::Residual { max_rank, tails } => Standardizer::Residual(Box::new(
-                WorkloadModel::fit(x, max_rank, seed, tails, floors.cloned())?,
-            )),
+            Scaling::Residual { max_rank } => Standardizer::Residual(Box::new(WorkloadModel::fit(
+                x,
+                max_rank,
+                seed,
+                floors.cloned(),
+            )?)),
             other => Standardizer::Marginal(Box::new(Scaler::fit_floored(
                 x,
                 other,
@@ -386,7 +377,7 @@ mod tests {
         let f = Array2::from_shape_fn((500, 1), |_| standard_normal(&mut rng));
         let mut x = Array2::from_shape_fn((500, 10), |(i, _)| f[[i, 0]]);
         x += &Array2::from_shape_fn((500, 10), |_| 0.1 * standard_normal(&mut rng));
-        let w = WorkloadModel::fit(x.view(), 5, 0, false, None).unwrap();
+        let w = WorkloadModel::fit(x.view(), 5, 0, None).unwrap();
         assert!((1..=2).contains(&w.rank()), "{}", w.rank());
         // Feature 3 follows the others' factor with a 1-unit offset: a
         // marginal z of about 1, a residual z near 10.

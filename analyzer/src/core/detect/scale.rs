@@ -8,7 +8,6 @@
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis};
 use serde::{Deserialize, Serialize};
 
-use super::tail::Tails;
 use super::{ColumnStatus, DetectError};
 
 /// How columns are centred and scaled.
@@ -20,19 +19,10 @@ pub enum Scaling {
     /// Median and 1.4826 × MAD; where the MAD is zero (a mostly flat column
     /// with rare moves), 1.2533 × the mean absolute deviation from the median.
     Robust,
-    /// `Robust`, with deviations measured against the baseline's own tails
-    /// ([`crate::core::detect::tail`]): for a baseline known to be normal (the online
-    /// analyzer's trailing history, its flagged windows left out), not for a
-    /// whole run that holds its own anomalies.
-    RobustTails,
-    /// `Robust` (`RobustTails` with `tails`), then each feature's residual off
-    /// the workload's principal components (at most `max_rank`, only those
-    /// above noise), robustly standardized: see [`crate::core::detect::residual`].
-    Residual {
-        max_rank: usize,
-        #[serde(default)]
-        tails: bool,
-    },
+    /// `Robust`, then each feature's residual off the workload's principal components (at
+    /// most `max_rank`, only those above noise), robustly standardized: see
+    /// [`crate::core::detect::residual`].
+    Residual { max_rank: usize },
     /// The default: median centre, and on each side of it the larger of the normal-consistent
     /// MAD and the spread of the baseline's *bulk* on that side, `(reach − median) / 2.054`
     /// (2.054 = Φ⁻¹(0.98), so it is σ for normal data). The reach is the q98 (q2 below), or
@@ -72,9 +62,6 @@ pub struct Scaler {
     used: Vec<usize>,
     center: Array1<f64>,
     scale: Array1<f64>,
-    /// Per used column, for `RobustTails` and `Residual` with tails only: deviations
-    /// measured against the baseline's own tails ([`Tails`]).
-    tails: Option<Vec<Tails>>,
     /// Per used column, for `Bulk` only: the scale below the centre (`scale` is the one above).
     scale_lo: Option<Array1<f64>>,
 }
@@ -102,12 +89,7 @@ impl Scaler {
         let (mut used, mut center, mut scale) = (Vec::new(), Vec::new(), Vec::new());
         let mut buf = Vec::with_capacity(n);
         let mut sorted = Vec::with_capacity(n);
-        let with_tails = matches!(
-            scaling,
-            Scaling::RobustTails | Scaling::Residual { tails: true, .. }
-        );
         let bulk = scaling == Scaling::Bulk;
-        let mut tails = Vec::new();
         let mut scale_lo = Vec::new();
         for (j, col) in x.axis_iter(Axis(1)).enumerate() {
             buf.clear();
@@ -117,7 +99,7 @@ impl Scaler {
                 status.push(ColumnStatus::NonFinite { count: bad });
                 continue;
             }
-            if with_tails || bulk {
+            if bulk {
                 sorted.clear();
                 sorted.extend_from_slice(&buf);
                 sorted.sort_unstable_by(f64::total_cmp);
@@ -127,7 +109,7 @@ impl Scaler {
                     let (c, s) = mean_std(&buf);
                     (c, s, s)
                 }
-                Scaling::Robust | Scaling::RobustTails | Scaling::Residual { .. } => {
+                Scaling::Robust | Scaling::Residual { .. } => {
                     let (c, s) = median_spread(&mut buf);
                     (c, s, s)
                 }
@@ -149,9 +131,6 @@ impl Scaler {
                 continue;
             }
             status.push(ColumnStatus::Used);
-            if with_tails {
-                tails.push(Tails::fit(&sorted, c, s));
-            }
             used.push(j);
             center.push(c);
             scale.push(s);
@@ -165,7 +144,6 @@ impl Scaler {
             used,
             center: Array1::from(center),
             scale: Array1::from(scale),
-            tails: with_tails.then_some(tails),
             scale_lo: bulk.then(|| Array1::from(scale_lo)),
         })
     }
@@ -186,9 +164,8 @@ impl Scaler {
     }
 
     /// z of used column `k` (an index into [`Scaler::used`]) for raw value `v`;
-    /// non-finite values give 0 (the baseline centre). Scalings with tails measure the
-    /// deviation against the baseline's tails ([`Tails`]); |z| beyond [`Z_KNEE`] is
-    /// compressed ([`compress`]).
+    /// non-finite values give 0 (the baseline centre); |z| beyond [`Z_KNEE`] is compressed
+    /// ([`compress`]).
     #[inline]
     pub fn z(&self, k: usize, v: f64) -> f64 {
         if !v.is_finite() {
@@ -199,11 +176,7 @@ impl Scaler {
             let s = if d >= 0.0 { self.scale[k] } else { lo[k] };
             return compress(d / s);
         }
-        let linear = d / self.scale[k];
-        match &self.tails {
-            Some(t) if linear.is_finite() => compress(t[k].z(d, linear)),
-            _ => compress(linear),
-        }
+        compress(d / self.scale[k])
     }
 
     /// Standardized used columns of one row, written into `out`.
@@ -425,10 +398,9 @@ mod tests {
     fn a_floor_keeps_a_column_that_was_constant_in_the_baseline() {
         // Column 1 counts events: none in the baseline.
         let x = array![[1.0, 0.0], [2.0, 0.0], [3.0, 0.0], [4.0, 0.0]];
-        let plain = Scaler::fit(x.view(), Scaling::RobustTails).unwrap();
+        let plain = Scaler::fit(x.view(), Scaling::Robust).unwrap();
         assert_eq!(plain.status()[1], ColumnStatus::Constant);
-        let floored =
-            Scaler::fit_floored(x.view(), Scaling::RobustTails, Some(&[0.0, 1.0])).unwrap();
+        let floored = Scaler::fit_floored(x.view(), Scaling::Robust, Some(&[0.0, 1.0])).unwrap();
         assert_eq!(floored.used(), &[0, 1]);
         // Three events are three units of the floor; none is nothing.
         assert!((floored.z(1, 3.0) - 3.0).abs() < 1e-12);

@@ -9,6 +9,13 @@ use super::pca::PcaParams;
 use super::residual::Standardizer;
 use super::zscore::ZScoreParams;
 use super::{DetectError, Detector, Fit};
+use crate::core::matrix::Kind;
+
+/// One event: the least scale of an event channel's features (its per-window sum and
+/// maximum, in the channel's unit, which counts events per second or per step). Errors,
+/// drops and retransmissions are zero on a healthy host; without a floor such a column is
+/// constant in the baseline, left out of the model, and its first events go unseen.
+pub const ONE_EVENT: f64 = 1.0;
 
 /// Parameters of the three detectors (YAML: `detectors: {zscore: …, pca: …, iforest: …}`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -70,6 +77,21 @@ impl DetectorsConfig {
             "pca" => self.pca.threshold_percentile,
             _ => self.iforest.threshold_percentile,
         }
+    }
+
+    /// Sets what the detectors know of each column from its channel: the least scale of an
+    /// event channel's columns is [`ONE_EVENT`] (see `Scaler::fit_floored`), and columns of
+    /// one channel share the forest's coordinate. `kinds[j]` and `channels[j]` are column
+    /// `j`'s channel kind and channel (any numbering).
+    pub fn for_columns(self, kinds: &[Kind], channels: &[usize]) -> Self {
+        let floors = kinds.contains(&Kind::Event).then(|| {
+            kinds
+                .iter()
+                .map(|&k| if k == Kind::Event { ONE_EVENT } else { 0.0 })
+                .collect()
+        });
+        self.column_floors(floors)
+            .column_groups(Some(channels.iter().copied().collect()))
     }
 
     /// Sets every detector's seed.

@@ -204,7 +204,7 @@ fn fault_then(after: impl Fn(usize) -> (f64, f64)) -> Vec<(usize, RegimeChange)>
 #[test]
 fn a_level_a_fault_leaves_behind_settles_in_ten_windows() {
     // The fault ends at 80: column 0 is back, column 1 stays at 8 (a page cache dropped by a
-    // memory hog). Ten steady windows later the level is the new normal, with its offset.
+    // memory hog). Ten steady windows later it is a level the fault left behind.
     let changes = fault_then(|_| (0.0, 8.0));
     assert_eq!(changes.len(), 1, "{changes:#?}");
     let (at, c) = &changes[0];
@@ -213,8 +213,15 @@ fn a_level_a_fault_leaves_behind_settles_in_ten_windows() {
     assert_eq!(c.start_ms, 80_000);
     assert_eq!(c.columns.len(), 1);
     assert_eq!(c.columns[0].column, 1);
-    assert_eq!(c.offsets.len(), 1);
-    assert!((c.offsets[0].1 - 8.0).abs() < 0.3, "{:?}", c.offsets);
+    assert!(
+        (c.columns[0].after - c.columns[0].before - 8.0).abs() < 0.3,
+        "{c:?}"
+    );
+    // Left out of scoring until it is back near its old level or past it.
+    assert_eq!(c.left_out.len(), 1);
+    let l = c.left_out[0];
+    assert_eq!(l.column, 1);
+    assert!(!l.is_back(8.0) && l.is_back(0.0) && l.is_back(-3.0));
 }
 
 #[test]
@@ -230,9 +237,7 @@ fn a_fault_that_goes_on_or_a_level_still_moving_does_not_settle() {
     // column left out until it is back) ...
     let jumping = fault_then(|i| (0.0, if (i / 5) % 2 == 0 { 8.0 } else { 2.0 }));
     assert!(
-        jumping
-            .iter()
-            .all(|(_, c)| c.offsets.is_empty() && c.columns.is_empty()),
+        jumping.iter().all(|(_, c)| c.columns.is_empty()),
         "{jumping:#?}"
     );
     // ... nor while it climbs by more than a quarter of its shift within the last windows
@@ -247,24 +252,26 @@ fn a_fault_that_goes_on_or_a_level_still_moving_does_not_settle() {
     );
     assert!(ramp
         .iter()
-        .flat_map(|(_, c)| c.recovering.iter())
+        .filter(|(at, _)| *at < 104)
+        .flat_map(|(_, c)| c.left_out.iter())
         .all(|r| r.is_back(r.level + 2.0 * r.band)));
     // Everything back: nothing to settle, no change at all.
     assert!(fault_then(|_| (0.0, 0.0)).is_empty());
 }
 
 #[test]
-fn a_column_on_its_way_back_is_recovering_not_a_new_level() {
+fn a_column_on_its_way_back_is_left_out_not_a_new_level() {
     // The fault ends at 80: column 0 is back, column 1 returns from 8 towards 0 by 0.25 a
     // window (free memory refilling after a hog). Learned as a level it would be a fault of
-    // its own once back; it is reported as recovering, with its old level, and no offset.
+    // its own once back; it is left out of scoring, with its old level, and not reported as
+    // a level.
     let changes = fault_then(|i| (0.0, 8.0 - 0.25 * (i - 80) as f64));
     assert_eq!(changes.len(), 1, "{changes:#?}");
     let (at, c) = &changes[0];
     assert!(*at < 95, "settled at {at}");
-    assert!(c.settled && c.offsets.is_empty() && c.columns.is_empty());
-    assert_eq!(c.recovering.len(), 1);
-    let r = c.recovering[0];
+    assert!(c.settled && c.columns.is_empty());
+    assert_eq!(c.left_out.len(), 1);
+    let r = c.left_out[0];
     assert_eq!(r.column, 1);
     assert!(r.level.abs() < 0.5, "{r:?}");
     assert!(!r.is_back(5.0) && r.is_back(r.level + 0.5 * r.band) && r.is_back(-3.0));

@@ -70,6 +70,7 @@ fn params() -> EngineParams {
         seed: 1,
         min_agreement: 2,
         detectors: None,
+        calibration: Baseline::Trailing,
     }
 }
 
@@ -229,8 +230,9 @@ fn a_level_left_behind_by_a_fault_settles_and_the_alert_can_end() {
     // The fault and the first windows of the new level are flagged ...
     assert!(flagged(42_000, 58_000) >= 15, "{}", flagged(42_000, 58_000));
     assert!(flagged(63_000, 70_000) >= 6, "{}", flagged(63_000, 70_000));
-    // ... then the level is the new normal: one settled regime change, and nothing is
-    // flagged from 20 s after the fault on, so its alert resolves.
+    // ... then the level is one settled regime change, the column is left out of scoring
+    // while the baseline learns it, and nothing is flagged from 20 s after the fault on, so
+    // its alert resolves.
     let changes = e.take_regime_changes();
     assert_eq!(
         changes.len(),
@@ -242,4 +244,65 @@ fn a_level_left_behind_by_a_fault_settles_and_the_alert_can_end() {
     assert!(c.settled);
     assert!(c.start_ms > to && c.detected_ms <= to + 20_000, "{c:?}");
     assert_eq!(flagged(80_000, 120_000), 0);
+}
+
+#[test]
+fn the_service_and_analyze_flag_the_same_windows_of_one_recording() {
+    // One scoring path (`core::score`): the engine, fitted once on a whole recording the way
+    // `analyze` fits it, flags the same windows, by the same detectors, with the same scores.
+    let mut seed = 7;
+    let t0 = 1_700_000_000_000;
+    let m = host(t0, 620, t0 + 400_000..t0 + 410_000, &mut seed);
+    let w = WindowConfig::default();
+    let offline = crate::core::pipeline::analyze_host(
+        &m,
+        &crate::core::pipeline::AnalyzeParams {
+            window: w,
+            features: FeatureConfig { adf: false },
+            seed: 1,
+            regime: None,
+            ..Default::default()
+        },
+    );
+    let metrics = SelfMetrics::new(&mut Registry::default());
+    let mut e = Engine::new(EngineParams {
+        warmup_ms: 1,
+        baseline_ms: i64::MAX / 4,
+        refit_ms: i64::MAX / 4,
+        calibration: Baseline::WholeRun,
+        ..params()
+    });
+    // The windows `analyze` lays: the first ends one window after the start.
+    let (from, until) = (t0 + w.window_ms - w.stride_ms, t0 + 620_000);
+    e.learn(&m, from, until, &[], &metrics);
+    e.refit_all(&metrics);
+    let out = e.process(&m, from, until, &metrics);
+    assert_eq!(scored(&out).len(), offline.summary.windows_scored);
+    type Flag = (i64, Vec<String>, Vec<(String, f64)>);
+    let online: Vec<Flag> = scored(&out)
+        .iter()
+        .filter(|x| x.agreement >= 1)
+        .map(|x| {
+            let scores = x.scores.iter().map(|(d, s)| (d.to_string(), *s)).collect();
+            (x.end_ms, x.detectors.clone(), scores)
+        })
+        .collect();
+    let analyzed: Vec<Flag> = offline
+        .flagged
+        .iter()
+        .map(|f| {
+            let mut scores: Vec<(String, f64)> =
+                f.scores.iter().map(|(d, s)| (d.clone(), *s)).collect();
+            // In the detectors' order, as the service reports them.
+            scores.sort_by_key(|(d, _)| ["zscore", "pca", "iforest"].iter().position(|n| n == d));
+            (f.end_ms, f.detectors.clone(), scores)
+        })
+        .collect();
+    assert!(
+        analyzed
+            .iter()
+            .any(|f| f.0 > t0 + 400_000 && f.0 <= t0 + 413_000),
+        "the burst is flagged"
+    );
+    assert_eq!(online, analyzed);
 }

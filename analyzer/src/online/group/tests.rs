@@ -2,6 +2,7 @@ use prometheus_client::registry::Registry;
 
 use super::*;
 use crate::core::features::FeatureConfig;
+use crate::core::fit::Baseline;
 use crate::core::matrix::{Channel, HostMatrix, Kind, MetricType};
 use crate::core::window::WindowConfig;
 use crate::online::engine::{Engine, EngineParams};
@@ -70,6 +71,7 @@ fn params() -> EngineParams {
         seed: 1,
         min_agreement: 2,
         detectors: None,
+        calibration: Baseline::Trailing,
     }
 }
 

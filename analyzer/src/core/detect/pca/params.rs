@@ -162,12 +162,7 @@ impl PcaParams {
         &self,
         w: &crate::core::detect::residual::WorkloadModel,
     ) -> bool {
-        self.scaling
-            == (if w.tails {
-                Scaling::RobustTails
-            } else {
-                Scaling::Robust
-            })
+        self.scaling == Scaling::Robust
             && self.column_floors == w.floors
             && self.components
                 == (Components::Signal {
