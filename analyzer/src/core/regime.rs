@@ -47,6 +47,11 @@
 //! of its own once the column is back. A fault that holds its level (a hog that stays) keeps
 //! its onset columns where it put them, and only the minute's rule can make it a regime.
 //!
+//! For [`AFTERMATH_MS`] after the rule found a fault over, a column the fault never moved that
+//! steps away from its level before the fault, and then holds or returns over `settle`
+//! windows, is left out too (another settled change, without the onset test); one still
+//! moving away is left to the detectors.
+//!
 //! After a change the windows before p are forgotten: the new regime is the reference for the
 //! next change, and none can be reported until `min_reference + min_regime` windows of it
 //! exist. A column with no variance before the change is scaled by 1% of its level, so a
@@ -227,6 +232,24 @@ const GAP: usize = 4;
 pub struct RegimeTracker {
     params: RegimeParams,
     ring: VecDeque<(i64, bool, Vec<f64>)>,
+    /// After the settle rule found a fault over: its aftermath ([`Aftermath`]).
+    aftermath: Option<Aftermath>,
+}
+
+/// How long after the settle rule found a fault over a feature that steps away from its level
+/// before the fault, and holds there or comes back, is still the fault's doing (the kernel
+/// writing back after a memory hog starts within seconds of its end).
+const AFTERMATH_MS: i64 = 30_000;
+
+/// The reference before a fault, kept for its aftermath.
+#[derive(Debug, Clone)]
+struct Aftermath {
+    /// Per column, its level and scale before the fault (`None`: not enough of it).
+    reference: Vec<Option<(f64, f64)>>,
+    /// End of the aftermath.
+    until_ms: i64,
+    /// Columns already left out.
+    left: Vec<usize>,
 }
 
 /// Mean and population standard deviation of the finite values; `None` if fewer than half
@@ -269,6 +292,7 @@ impl RegimeTracker {
         Ok(RegimeTracker {
             params,
             ring: VecDeque::with_capacity(params.history + 1),
+            aftermath: None,
         })
     }
 
@@ -307,6 +331,9 @@ impl RegimeTracker {
         let n = self.ring.len();
         if !w.flagged {
             return None;
+        }
+        if let Some(c) = self.after_fault(w.end_ms) {
+            return Some(c);
         }
         if p.settle > 0 && n >= p.min_reference + p.ramp + ONSET + p.settle {
             if let Some(c) = self.settled(w.end_ms) {
@@ -514,8 +541,96 @@ impl RegimeTracker {
             settled: true,
             left_out,
         };
+        let reference = (0..width)
+            .map(|c| mean_sd(self.col(c, 0..p.min_reference)).map(|(m, sd)| (m, scale(m, sd))))
+            .collect();
+        self.aftermath = Some(Aftermath {
+            reference,
+            until_ms: end_ms + AFTERMATH_MS,
+            left: change.left_out.iter().map(|l| l.column).collect(),
+        });
         self.ring.drain(..tail);
         Some(change)
+    }
+
+    /// The aftermath of a fault the settle rule found over: within [`AFTERMATH_MS`] of it, a
+    /// feature that has stepped away from its level before the fault over the last `settle`
+    /// windows, and holds there or comes back, is left out as the fault's features were.
+    /// Unlike the settle rule, a feature still moving away vetoes nothing: it is scored.
+    fn after_fault(&mut self, end_ms: i64) -> Option<RegimeChange> {
+        let p = self.params;
+        let a = self.aftermath.as_ref()?;
+        if end_ms > a.until_ms {
+            self.aftermath = None;
+            return None;
+        }
+        let n = self.ring.len();
+        if p.settle == 0 || n < p.settle {
+            return None;
+        }
+        let (tail, mid) = (n - p.settle, n - p.settle / 2);
+        let (mut stable, mut left_out) = (Vec::new(), Vec::new());
+        for (c, r) in a.reference.iter().enumerate() {
+            let Some((mr, s)) = *r else { continue };
+            if a.left.contains(&c) {
+                continue;
+            }
+            let Some(mt) = median(self.col(c, tail..n)).filter(|m| (m - mr).abs() >= p.shift_z * s)
+            else {
+                continue;
+            };
+            let (Some((_, st)), Some(m1), Some(m2)) = (
+                mean_sd(self.col(c, tail..n)),
+                median(self.col(c, tail..mid)),
+                median(self.col(c, mid..n)),
+            ) else {
+                continue;
+            };
+            let shift = mt - mr;
+            let returning = self.returning(c, tail, mr);
+            let steady =
+                !returning && st <= shift.abs() / 2.0 && (m2 - m1).abs() <= shift.abs() / 4.0;
+            if !returning && !steady {
+                continue;
+            }
+            if steady {
+                stable.push(ShiftedColumn {
+                    column: c,
+                    before: mr,
+                    after: mt,
+                    z: shift / s,
+                });
+            }
+            left_out.push(LeftOut {
+                column: c,
+                level: mr,
+                band: p.shift_z * s,
+                side: shift.signum(),
+            });
+        }
+        if left_out.is_empty() {
+            return None;
+        }
+        if let Some(a) = self.aftermath.as_mut() {
+            a.left.extend(left_out.iter().map(|l| l.column));
+        }
+        stable.sort_by(|a, b| {
+            b.z.abs()
+                .total_cmp(&a.z.abs())
+                .then(a.column.cmp(&b.column))
+        });
+        let count = stable.len();
+        stable.truncate(p.max_columns);
+        Some(RegimeChange {
+            start_ms: self.ring[tail].0,
+            detected_ms: end_ms,
+            windows: p.settle,
+            flagged: self.ring.range(tail..).filter(|r| r.1).count(),
+            columns: stable,
+            shifted: count,
+            settled: true,
+            left_out,
+        })
     }
 
     /// Whether column `c` has come closer to `level` through the windows from `tail` on, on

@@ -329,7 +329,7 @@ impl Engine {
             trim(host, &self.params, win.end_ms);
             if let Some(c) = change {
                 let until = win.end_ms + LEFT_OUT_MS;
-                host.left_out = c.left_out.iter().map(|l| (*l, until)).collect();
+                host.left_out.extend(c.left_out.iter().map(|l| (*l, until)));
                 // A fault's aftermath with no level left behind is not a regime change.
                 if !(c.settled && c.columns.is_empty()) {
                     let ev = regime_changed(&m.host, host, c, &self.params, win.end_ms, metrics);

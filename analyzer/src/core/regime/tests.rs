@@ -284,3 +284,43 @@ fn settle_is_checked_and_can_be_turned_off() {
     assert!(RegimeTracker::new(RegimeParams { settle: 60, ..d }).is_err());
     assert!(RegimeTracker::new(RegimeParams { settle: 0, ..d }).is_ok());
 }
+
+#[test]
+fn what_steps_away_in_a_faults_aftermath_is_left_out_too() {
+    // The fault ends at 80 with column 1 left 8 above (settled at 89, as above); at 92 column
+    // 2, which the fault never moved, steps up by 6 and holds (the kernel writing back after a
+    // memory hog). Within the aftermath it is left out as the fault's doing; the same step a
+    // minute later is not the fault's, and is left to the detectors.
+    let run = |step_at: usize| {
+        let mut t = RegimeTracker::new(RegimeParams::default()).unwrap();
+        let mut noise = Noise(3);
+        let mut out = Vec::new();
+        for i in 0..200usize {
+            let (a, b) = match i {
+                0..=59 => (0.0, 0.0),
+                60..=79 => (10.0, -5.0),
+                _ => (0.0, 8.0),
+            };
+            let c = if i >= step_at { 6.0 } else { 0.0 };
+            let row = [a + noise.next(), b + noise.next(), c + noise.next()];
+            let w = RegimeWindow {
+                end_ms: 1000 * i as i64,
+                flagged: i >= 60 && i < 130,
+                row: &row,
+            };
+            if let Some(c) = t.observe(w) {
+                out.push((i, c));
+            }
+        }
+        out
+    };
+    let changes = run(92);
+    assert_eq!(changes.len(), 2, "{changes:#?}");
+    let (at, c) = &changes[1];
+    assert!(*at <= 89 + 30, "{at}");
+    assert!(c.settled);
+    assert_eq!(c.left_out.iter().map(|l| l.column).collect::<Vec<_>>(), [2]);
+    assert!(run(150)
+        .iter()
+        .all(|(_, c)| c.left_out.iter().all(|l| l.column != 2)));
+}
