@@ -47,7 +47,7 @@
 //! of its own once the column is back. A fault that holds its level (a hog that stays) keeps
 //! its onset columns where it put them, and only the minute's rule can make it a regime.
 //!
-//! For [`AFTERMATH_MS`] after the rule found a fault over, a column the fault never moved that
+//! For 30 s (`AFTERMATH_MS`) after the rule found a fault over, a column the fault never moved that
 //! steps away from its level before the fault, and then holds or returns over `settle`
 //! windows, is left out too (another settled change, without the onset test); one still
 //! moving away is left to the detectors.

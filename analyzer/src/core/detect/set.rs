@@ -80,7 +80,7 @@ impl DetectorsConfig {
     }
 
     /// Sets what the detectors know of each column from its channel: the least scale of an
-    /// event channel's columns is [`ONE_EVENT`] (see `Scaler::fit_floored`), and columns of
+    /// event channel's columns is one event (`ONE_EVENT`) (see `Scaler::fit_floored`), and columns of
     /// one channel share the forest's coordinate. `kinds[j]` and `channels[j]` are column
     /// `j`'s channel kind and channel (any numbering).
     pub fn for_columns(self, kinds: &[Kind], channels: &[usize]) -> Self {
