@@ -5,10 +5,11 @@
 //! write-back of dirty pages, an I/O-wait burst, a routine job's start. Each lasts a moment
 //! and is seen by the few windows that hold it. A fault that holds — every CPU saturated for
 //! 20 s — can move the host less than such a moment does and still be far beyond anything the
-//! baseline *held*. So each detector has a second bar: the 99th percentile of its baseline
-//! scores' minimum over `len` consecutive windows. A window is flagged when its score passes
-//! the first bar, or when it and the `len − 1` windows before it all passed the second.
-//! Both bars come from the baseline.
+//! baseline *held*. So each detector has a second bar: the most its baseline's scores held
+//! over `len` consecutive windows (their minimum there), trimmed of what is far out among
+//! those (`core::fit`). A window is flagged when its score passes the first bar, or when it
+//! and the `len − 1` windows before it all passed the second. Both bars come from the
+//! baseline.
 //!
 //! `len` must outlast a blip: a 3 s window with a 1 s stride sees a 100 ms spike in 3
 //! windows, so the default is 5.

@@ -273,6 +273,17 @@ fn mean_sd(v: impl Iterator<Item = f64> + Clone) -> Option<(f64, f64)> {
     Some((m, var.sqrt()))
 }
 
+/// The `max` columns shifted most (largest |z| first, then by column).
+fn strongest(mut columns: Vec<ShiftedColumn>, max: usize) -> Vec<ShiftedColumn> {
+    columns.sort_by(|a, b| {
+        b.z.abs()
+            .total_cmp(&a.z.abs())
+            .then(a.column.cmp(&b.column))
+    });
+    columns.truncate(max);
+    columns
+}
+
 /// Median of the finite values; `None` if fewer than half of the values are finite.
 fn median(v: impl Iterator<Item = f64> + Clone) -> Option<f64> {
     let total = v.clone().count();
@@ -492,45 +503,16 @@ impl RegimeTracker {
             if at_onset.is_some_and(|mo| (mo - mt).abs() <= shift.abs() / 4.0) {
                 return None; // where the run's onset put it: the fault holds
             }
-            let (Some((_, st)), Some(m1), Some(m2)) = (
-                mean_sd(self.col(c, tail..n)),
-                median(self.col(c, tail..mid)),
-                median(self.col(c, mid..n)),
-            ) else {
-                return None;
-            };
-            // On its way back (free memory refilling after a hog), or one level left behind.
-            let returning = self.returning(c, tail, mr);
-            let steady =
-                !returning && st <= shift.abs() / 2.0 && (m2 - m1).abs() <= shift.abs() / 4.0;
-            if !returning && !steady {
-                return None; // moving away, or swinging across its level: not over
-            }
-            if steady {
-                stable.push(ShiftedColumn {
-                    column: c,
-                    before: mr,
-                    after: mt,
-                    z: shift / s,
-                });
-            }
-            left_out.push(LeftOut {
-                column: c,
-                level: mr,
-                band: p.shift_z * s,
-                side: shift.signum(),
-            });
+            // Moving away, or swinging across its level: the fault is not over.
+            let (level, left) = self.left_behind(c, tail, mr, s, mt)?;
+            stable.extend(level);
+            left_out.push(left);
         }
         if moved == 0 || 2 * back < moved || left_out.is_empty() {
             return None;
         }
-        stable.sort_by(|a, b| {
-            b.z.abs()
-                .total_cmp(&a.z.abs())
-                .then(a.column.cmp(&b.column))
-        });
         let count = stable.len();
-        stable.truncate(p.max_columns);
+        let stable = strongest(stable, p.max_columns);
         let change = RegimeChange {
             start_ms: self.ring[tail].0,
             detected_ms: end_ms,
@@ -568,7 +550,7 @@ impl RegimeTracker {
         if p.settle == 0 || n < p.settle {
             return None;
         }
-        let (tail, mid) = (n - p.settle, n - p.settle / 2);
+        let tail = n - p.settle;
         let (mut stable, mut left_out) = (Vec::new(), Vec::new());
         for (c, r) in a.reference.iter().enumerate() {
             let Some((mr, s)) = *r else { continue };
@@ -579,34 +561,11 @@ impl RegimeTracker {
             else {
                 continue;
             };
-            let (Some((_, st)), Some(m1), Some(m2)) = (
-                mean_sd(self.col(c, tail..n)),
-                median(self.col(c, tail..mid)),
-                median(self.col(c, mid..n)),
-            ) else {
-                continue;
-            };
-            let shift = mt - mr;
-            let returning = self.returning(c, tail, mr);
-            let steady =
-                !returning && st <= shift.abs() / 2.0 && (m2 - m1).abs() <= shift.abs() / 4.0;
-            if !returning && !steady {
-                continue;
+            // Still moving away: scored, as anything else is.
+            if let Some((level, left)) = self.left_behind(c, tail, mr, s, mt) {
+                stable.extend(level);
+                left_out.push(left);
             }
-            if steady {
-                stable.push(ShiftedColumn {
-                    column: c,
-                    before: mr,
-                    after: mt,
-                    z: shift / s,
-                });
-            }
-            left_out.push(LeftOut {
-                column: c,
-                level: mr,
-                band: p.shift_z * s,
-                side: shift.signum(),
-            });
         }
         if left_out.is_empty() {
             return None;
@@ -614,13 +573,8 @@ impl RegimeTracker {
         if let Some(a) = self.aftermath.as_mut() {
             a.left.extend(left_out.iter().map(|l| l.column));
         }
-        stable.sort_by(|a, b| {
-            b.z.abs()
-                .total_cmp(&a.z.abs())
-                .then(a.column.cmp(&b.column))
-        });
         let count = stable.len();
-        stable.truncate(p.max_columns);
+        let stable = strongest(stable, p.max_columns);
         Some(RegimeChange {
             start_ms: self.ring[tail].0,
             detected_ms: end_ms,
@@ -631,6 +585,48 @@ impl RegimeTracker {
             settled: true,
             left_out,
         })
+    }
+
+    /// Column `c`, shifted from its reference level `mr` (scale `s`) to `mt` over the last
+    /// `settle` windows (from `tail`): on its way back (free memory refilling after a hog) or
+    /// one level left behind (steady: spread below half its shift, halves within a quarter of
+    /// it), it is left out, and a level is also reported; `None` when it is neither.
+    fn left_behind(
+        &self,
+        c: usize,
+        tail: usize,
+        mr: f64,
+        s: f64,
+        mt: f64,
+    ) -> Option<(Option<ShiftedColumn>, LeftOut)> {
+        let (p, n) = (self.params, self.ring.len());
+        let mid = tail + (n - tail) / 2;
+        let (Some((_, st)), Some(m1), Some(m2)) = (
+            mean_sd(self.col(c, tail..n)),
+            median(self.col(c, tail..mid)),
+            median(self.col(c, mid..n)),
+        ) else {
+            return None;
+        };
+        let shift = mt - mr;
+        let returning = self.returning(c, tail, mr);
+        let steady = !returning && st <= shift.abs() / 2.0 && (m2 - m1).abs() <= shift.abs() / 4.0;
+        if !returning && !steady {
+            return None;
+        }
+        let level = steady.then_some(ShiftedColumn {
+            column: c,
+            before: mr,
+            after: mt,
+            z: shift / s,
+        });
+        let left = LeftOut {
+            column: c,
+            level: mr,
+            band: p.shift_z * s,
+            side: shift.signum(),
+        };
+        Some((level, left))
     }
 
     /// Whether column `c` has come closer to `level` through the windows from `tail` on, on

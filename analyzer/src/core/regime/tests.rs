@@ -305,7 +305,7 @@ fn what_steps_away_in_a_faults_aftermath_is_left_out_too() {
             let row = [a + noise.next(), b + noise.next(), c + noise.next()];
             let w = RegimeWindow {
                 end_ms: 1000 * i as i64,
-                flagged: i >= 60 && i < 130,
+                flagged: (60..130).contains(&i),
                 row: &row,
             };
             if let Some(c) = t.observe(w) {
