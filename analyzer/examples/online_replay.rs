@@ -10,7 +10,7 @@
 
 use prometheus_client::registry::Registry;
 use reveal_analyzer::config::Config;
-use reveal_analyzer::core::episodes::tracker::{Event, Tracker, TrackerParams};
+use reveal_analyzer::core::episodes::tracker::Event;
 use reveal_analyzer::http::HttpClient;
 use reveal_analyzer::ingest::promapi::PromClient;
 use reveal_analyzer::ingest::prometheus::PrometheusSource;
@@ -47,13 +47,6 @@ async fn main() -> anyhow::Result<()> {
     )?;
     let metrics = SelfMetrics::new(&mut Registry::default());
     let mut engine = Engine::new(EngineParams::from_config(a));
-    let e = a.episodes;
-    let mut tracker = Tracker::new(TrackerParams {
-        min_agreement: e.min_agreement,
-        open_after: e.open_after,
-        close_after: e.close_after,
-        window_ms: window,
-    });
     let range = |after: i64, to: i64| TimeRange {
         start_ms: after + stride - window - step,
         end_ms: to + step,
@@ -71,7 +64,7 @@ async fn main() -> anyhow::Result<()> {
                     println!("{} {} skipped: {reason}", m.host, end_ms / 1000)
                 }
                 Outcome::Scored(w) => {
-                    match tracker.observe(w.verdict()) {
+                    match w.event.as_deref() {
                         Some(Event::Extended(ep)) if ep.subsystems.len() > alerted.len() => {
                             // A subsystem joins the open episode: the service alerts on it.
                             println!(

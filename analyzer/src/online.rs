@@ -48,6 +48,9 @@ pub struct WindowScore {
     pub description: String,
     /// (subsystem, its strongest claim), strongest subsystem first.
     pub claims: Vec<(String, String)>,
+    /// What the window did to the host's episode: opened, extended or closed it.
+    #[serde(skip)]
+    pub event: Option<Box<tracker::Event>>,
 }
 
 impl WindowScore {

@@ -15,8 +15,8 @@
 //! `cargo nextest run -p reveal-analyzer --test online_busy --no-capture` prints the episodes.
 
 use prometheus_client::registry::Registry;
-use reveal_analyzer::config::{AnalysisConfig, EpisodeConfig};
-use reveal_analyzer::core::episodes::tracker::{Event, Tracker, TrackerParams};
+use reveal_analyzer::config::AnalysisConfig;
+use reveal_analyzer::core::episodes::tracker::Event;
 use reveal_analyzer::online::{Engine, EngineParams, Outcome, WindowScore};
 use reveal_analyzer::outputs::metrics::SelfMetrics;
 
@@ -48,13 +48,6 @@ fn faults_on_a_busy_host_open_one_episode_each_that_ends_with_the_fault() {
     engine.learn(&m, learn_from, from, &[], &metrics);
     engine.refit_all(&metrics);
 
-    let e = EpisodeConfig::default();
-    let mut tracker = Tracker::new(TrackerParams {
-        min_agreement: e.min_agreement,
-        open_after: e.open_after,
-        close_after: e.close_after,
-        window_ms: params.window.window_ms,
-    });
     let mut episodes: Vec<Ep> = Vec::new();
     let mut scored: Vec<WindowScore> = Vec::new();
     // Chunks of 30 strides: the engine scores each window of a chunk as it would one by one.
@@ -63,7 +56,7 @@ fn faults_on_a_busy_host_open_one_episode_each_that_ends_with_the_fault() {
     while after < until {
         for o in engine.process(&m, after, (after + chunk).min(until), &metrics) {
             let Outcome::Scored(w) = o else { continue };
-            match tracker.observe(w.verdict()) {
+            match w.event.as_deref() {
                 Some(Event::Opened(ep)) => episodes.push(Ep {
                     opened_ms: w.end_ms,
                     closed_ms: None,
@@ -140,7 +133,7 @@ fn faults_on_a_busy_host_open_one_episode_each_that_ends_with_the_fault() {
                 .collect();
             let flagged = inside
                 .iter()
-                .filter(|w| w.agreement >= e.min_agreement)
+                .filter(|w| w.agreement >= params.episodes.min_agreement)
                 .count();
             if inside.is_empty() || flagged * 4 < inside.len() * 3 {
                 failures.push(format!(

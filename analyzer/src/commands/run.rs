@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::config::Config;
-use crate::core::episodes::tracker::{Event, Tracker};
+use crate::core::episodes::tracker::Event;
 use crate::core::matrix::HostMatrix;
 use crate::ingest::prometheus::PrometheusSource;
 use crate::ingest::scrape::ScrapeSource;
@@ -68,7 +68,6 @@ pub struct Service {
     config: Config,
     input: Input,
     engine: Engine,
-    tracker: Tracker,
     writer: Option<RemoteWriter>,
     alerts: Option<AlertSender>,
     store: Store,
@@ -174,8 +173,8 @@ impl Service {
                         if let Some(r) = self.reports.as_mut() {
                             r.window(&w);
                         }
-                        if let Some(ev) = self.tracker.observe(w.verdict()) {
-                            self.on_event(ev);
+                        if let Some(ev) = w.event {
+                            self.on_event(*ev);
                         }
                     }
                 }
@@ -185,7 +184,7 @@ impl Service {
         self.group_outputs(&mut batch);
         self.report_warmup();
         self.checkpoint.analyzed_until_ms = target;
-        self.checkpoint.open_episodes = self.tracker.open();
+        self.checkpoint.open_episodes = self.engine.open_episodes();
         self.metrics
             .episodes_open
             .set(self.checkpoint.open_episodes.len() as i64);

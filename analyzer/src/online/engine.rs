@@ -11,8 +11,10 @@ use std::time::Instant;
 
 use ndarray::{Array1, Array2};
 
-use crate::config::AnalysisConfig;
+use crate::config::{AnalysisConfig, EpisodeConfig};
 use crate::core::detect::DetectorsConfig;
+use crate::core::episodes::tracker::{Event, Tracker, TrackerParams};
+use crate::core::episodes::OpenEpisode;
 use crate::core::features::{Extractor, Feature, FeatureConfig};
 use crate::core::fit::{fit_with, Baseline, Fitted};
 use crate::core::matrix::{HostMatrix, Kind, Subsystem};
@@ -34,9 +36,11 @@ pub struct EngineParams {
     pub refit_ms: i64,
     pub warmup_ms: i64,
     pub seed: u64,
-    /// Windows flagged by at least this many detectors count as flagged (for regime changes,
-    /// and kept out of the baseline by a detector set that does not trim).
-    pub min_agreement: u32,
+    /// Episodes: windows flagged by at least `min_agreement` detectors count as flagged (for
+    /// episodes and regime changes, and kept out of the baseline by a detector set that does
+    /// not trim); `open_after` of them in a row open an episode, `close_after` quiet ones
+    /// close it.
+    pub episodes: EpisodeConfig,
     /// Detector parameters; `None` for the defaults (docs/detection.md).
     pub detectors: Option<DetectorsConfig>,
     /// How thresholds are calibrated: `Trailing` (new windows are out of sample) for the
@@ -59,7 +63,7 @@ impl EngineParams {
             refit_ms: ms(a.refit_every),
             warmup_ms: ms(a.warmup),
             seed: a.seed,
-            min_agreement: a.episodes.min_agreement,
+            episodes: a.episodes,
             detectors: a.detectors.clone(),
             calibration: Baseline::Trailing,
         }
@@ -75,12 +79,22 @@ struct Col {
     kind: Kind,
 }
 
+/// One window of a host's trailing baseline.
+struct Row {
+    end_ms: i64,
+    /// Features in the host's layout order at the time.
+    values: Vec<f64>,
+    /// Flagged by enough detectors.
+    flagged: bool,
+    /// Part of an episode (an alert): kept out of the baseline ([`maybe_fit`]).
+    alerted: bool,
+}
+
 #[derive(Default)]
 struct HostState {
     layout: Vec<Col>,
     index: HashMap<(String, Feature), usize>,
-    /// (window end, row in layout order at the time, flagged by enough detectors).
-    ring: VecDeque<(i64, Vec<f64>, bool)>,
+    ring: VecDeque<Row>,
     fitted: Option<Fitted>,
     /// Scores the host's windows in order (held scores need the windows before).
     scorer: Option<Scorer>,
@@ -111,11 +125,20 @@ pub struct Engine {
     group: Option<GroupStage>,
     /// Regime changes since the last [`Engine::take_regime_changes`].
     regime_events: Vec<RegimeEvent>,
+    /// Every host's episode (DESIGN step 6).
+    tracker: Tracker,
 }
 
 impl Engine {
     pub fn new(params: EngineParams) -> Engine {
+        let tracker = Tracker::new(TrackerParams {
+            min_agreement: params.episodes.min_agreement,
+            open_after: params.episodes.open_after,
+            close_after: params.episodes.close_after,
+            window_ms: params.window.window_ms,
+        });
         Engine {
+            tracker,
             extractor: Extractor::new(params.features, params.window),
             params,
             exclude: Vec::new(),
@@ -124,6 +147,17 @@ impl Engine {
             group: GroupStage::new(crate::core::crosshost::CrossHostParams::default()).ok(),
             regime_events: Vec::new(),
         }
+    }
+
+    /// Episodes open now (for the checkpoint).
+    pub fn open_episodes(&self) -> Vec<OpenEpisode> {
+        self.tracker.open()
+    }
+
+    /// Episodes that were open when the checkpoint was written: windows that extend them do
+    /// not open new ones.
+    pub fn restore_episodes(&mut self, episodes: &[OpenEpisode]) {
+        self.tracker.restore(episodes);
     }
 
     /// Compares the hosts' windows scored since the last call (see [`crate::online::group`]).
@@ -216,7 +250,7 @@ impl Engine {
     /// rather than only the warm-up's worth).
     pub fn refit_all(&mut self, metrics: &SelfMetrics) {
         for (name, host) in self.hosts.iter_mut() {
-            let Some(last) = host.ring.back().map(|r| r.0) else {
+            let Some(last) = host.ring.back().map(|r| r.end_ms) else {
                 continue;
             };
             if let Some(f) = host.fitted.as_mut() {
@@ -299,7 +333,12 @@ impl Engine {
                     .any(|(s, e)| win.end_ms > *s && win.end_ms <= *e);
                 // Reference for regime changes (never one itself: it was not scored).
                 observe_regime(host, &self.params, win.end_ms, false, &row);
-                host.ring.push_back((win.end_ms, row, excluded));
+                host.ring.push_back(Row {
+                    end_ms: win.end_ms,
+                    values: row,
+                    flagged: excluded,
+                    alerted: excluded,
+                });
                 trim(host, &self.params, win.end_ms);
                 out.push(Outcome::Skipped {
                     end_ms: win.end_ms,
@@ -310,7 +349,7 @@ impl Engine {
             let t1 = Instant::now();
             let scorer = host.scorer.get_or_insert_with(|| Scorer::new(w.stride_ms));
             let scored_row = without_left_out(&row, win.end_ms, &mut host.left_out);
-            let score = score_window(
+            let mut score = score_window(
                 &m.host,
                 win.end_ms,
                 &scored_row,
@@ -319,14 +358,27 @@ impl Engine {
                 &host.layout,
             );
             metrics.phase("score", t1.elapsed().as_secs_f64());
-            let flagged = score.agreement >= self.params.min_agreement;
+            let flagged = score.agreement >= self.params.episodes.min_agreement;
             let change = observe_regime(host, &self.params, win.end_ms, flagged, &row);
-            host.ring.push_back((
-                win.end_ms,
-                row,
-                score.agreement >= self.params.min_agreement,
-            ));
+            host.ring.push_back(Row {
+                end_ms: win.end_ms,
+                values: row,
+                flagged,
+                alerted: false,
+            });
             trim(host, &self.params, win.end_ms);
+            score.event = self.tracker.observe(score.verdict()).map(Box::new);
+            if let Some(Event::Opened(ep) | Event::Extended(ep)) = score.event.as_deref() {
+                // The episode's windows stay out of the baseline: a fault is not learned
+                // as the host's normal.
+                let first_end = ep.start_ms + w.window_ms;
+                for r in host.ring.iter_mut().rev() {
+                    if r.end_ms < first_end {
+                        break;
+                    }
+                    r.alerted |= r.end_ms <= ep.last_flagged_ms;
+                }
+            }
             if let Some(c) = change {
                 let until = win.end_ms + LEFT_OUT_MS;
                 host.left_out.extend(c.left_out.iter().map(|l| (*l, until)));
@@ -387,9 +439,10 @@ fn regime_changed(
     metrics: &SelfMetrics,
 ) -> RegimeEvent {
     if !change.settled {
-        host.ring.retain(|r| r.0 >= change.start_ms);
+        host.ring.retain(|r| r.end_ms >= change.start_ms);
         for r in host.ring.iter_mut() {
-            r.2 = false;
+            r.flagged = false;
+            r.alerted = false;
         }
         if let Some(f) = host.fitted.as_mut() {
             f.at_ms = i64::MIN / 2;
@@ -436,9 +489,9 @@ fn regime_changed(
     }
 }
 
-fn span_ms(ring: &VecDeque<(i64, Vec<f64>, bool)>, stride: i64) -> i64 {
+fn span_ms(ring: &VecDeque<Row>, stride: i64) -> i64 {
     match (ring.front(), ring.back()) {
-        (Some(a), Some(b)) => b.0 - a.0 + stride,
+        (Some(a), Some(b)) => b.end_ms - a.end_ms + stride,
         _ => 0,
     }
 }
@@ -447,11 +500,14 @@ fn trim(host: &mut HostState, p: &EngineParams, end: i64) {
     while host
         .ring
         .front()
-        .is_some_and(|r| r.0 <= end - p.baseline_ms)
+        .is_some_and(|r| r.end_ms <= end - p.baseline_ms)
     {
         host.ring.pop_front();
     }
 }
+
+/// The most of a baseline that alerts keep out of it: one part in this many.
+const ALERTED_OUT_DIV: usize = 4;
 
 /// Fits when warm-up is over and no model exists, or when the model is `refit_every` old.
 fn maybe_fit(
@@ -479,7 +535,7 @@ fn maybe_fit(
     // Without trimming, flagged windows stay out, unless they are most of the baseline: a
     // shift that persists that long is the new normal, and the baseline follows it.
     let total = host.ring.len();
-    let calm = host.ring.iter().filter(|r| !r.2).count();
+    let calm = host.ring.iter().filter(|r| !r.flagged).count();
     let keep_flagged = set.trim || calm * 2 < total;
     if keep_flagged && !set.trim {
         tracing::info!(
@@ -488,11 +544,27 @@ fn maybe_fit(
             "most of the baseline is flagged: refitting on the shifted regime"
         );
     }
+    // The windows of an alert stay out, trimming or not, once its after-effects have had
+    // `LEFT_OUT_MS` to pass: a fault that comes back ten minutes later is found again, where
+    // a baseline that held the first one would have learned it. Until then they stay in: the
+    // host is still settling (write-back, a stream regaining its pace), and a baseline
+    // without the fault would flag that as a fault of its own. At most a quarter of the
+    // baseline is kept out this way, the newest alerts first: a host alerting more than that
+    // has a new normal, and its oldest alerts count again.
+    let mut room = total / ALERTED_OUT_DIV;
+    let mut out = vec![false; total];
+    for (i, r) in host.ring.iter().enumerate().rev() {
+        if r.alerted && r.end_ms <= end - LEFT_OUT_MS && room > 0 {
+            out[i] = true;
+            room -= 1;
+        }
+    }
     let rows: Vec<&Vec<f64>> = host
         .ring
         .iter()
-        .filter(|r| keep_flagged || !r.2)
-        .map(|r| &r.1)
+        .zip(&out)
+        .filter(|(r, out)| !**out && (keep_flagged || !r.flagged))
+        .map(|(r, _)| &r.values)
         .collect();
     let width = host.layout.len();
     let mut x = Array2::from_elem((rows.len(), width), f64::NAN);
@@ -622,6 +694,7 @@ fn score_window(
         host: host.to_string(),
         end_ms,
         agreement: flagged.len() as u32,
+        event: None,
         scores: verdict.scores,
         detectors: flagged,
         subsystems,

@@ -9,7 +9,6 @@ use prometheus_client::registry::Registry;
 use super::alerts::upsert_alerts;
 use super::{at, Health, Input, SelfMetrics, Server, Service, ServiceError, MAX_PENDING_SAMPLES};
 use crate::config::Config;
-use crate::core::episodes::tracker::{Tracker, TrackerParams};
 use crate::http::HttpClient;
 use crate::ingest::kinds::MetricSet;
 use crate::ingest::promapi::PromClient;
@@ -102,14 +101,8 @@ impl Service {
         if let Some(tx) = alerts.as_mut() {
             tx.set_generator_url(format!("http://{addr}/metrics"));
         }
-        let e = a.episodes;
-        let mut tracker = Tracker::new(TrackerParams {
-            min_agreement: e.min_agreement,
-            open_after: e.open_after,
-            close_after: e.close_after,
-            window_ms: a.window.0.as_millis() as i64,
-        });
-        tracker.restore(&checkpoint.open_episodes);
+        let mut engine = Engine::new(EngineParams::from_config(a));
+        engine.restore_episodes(&checkpoint.open_episodes);
         if let Some(tx) = alerts.as_mut() {
             // Same key and labels as before the restart: Alertmanager sees the same alert.
             for ep in &checkpoint.open_episodes {
@@ -123,7 +116,6 @@ impl Service {
             ),
             None => None,
         };
-        let engine = Engine::new(EngineParams::from_config(a));
         metrics
             .episodes_open
             .set(checkpoint.open_episodes.len() as i64);
@@ -132,7 +124,6 @@ impl Service {
                 config,
                 input,
                 engine,
-                tracker,
                 writer,
                 alerts,
                 store,

@@ -68,7 +68,7 @@ fn params() -> EngineParams {
         refit_ms: 600_000,
         warmup_ms: 300_000,
         seed: 1,
-        min_agreement: 2,
+        episodes: crate::config::EpisodeConfig::default(),
         detectors: None,
         calibration: Baseline::Trailing,
     }
@@ -305,4 +305,63 @@ fn the_service_and_analyze_flag_the_same_windows_of_one_recording() {
         "the burst is flagged"
     );
     assert_eq!(online, analyzed);
+}
+
+#[test]
+fn a_fault_is_not_learned_and_alerts_again_when_it_comes_back() {
+    let metrics = SelfMetrics::new(&mut Registry::default());
+    // Refits every minute: the second burst is scored by a baseline fitted after the first.
+    let mut e = Engine::new(EngineParams {
+        refit_ms: 60_000,
+        ..params()
+    });
+    let mut seed = 7;
+    let t0 = 1_700_000_000_000;
+    let hist = host(t0 - 303_000, 303, 0..0, &mut seed);
+    e.learn(&hist, t0 - 300_000, t0, &[], &metrics);
+    // The same 20 s storage burst twice, six minutes apart: in the second one's baseline
+    // (the last 10 minutes) the first is 20 of 600 windows, more than trimming drops.
+    let mut opened = Vec::new();
+    let mut excluded_rows = Vec::new();
+    let mut peak = [0.0f64; 2];
+    for k in 0..2 {
+        let from = t0 + k * 360_000;
+        let m = host(from - 3_000, 363, from + 30_000..from + 50_000, &mut seed);
+        for o in e.process(&m, from, from + 360_000, &metrics) {
+            if let Outcome::Scored(w) = o {
+                let z = w
+                    .scores
+                    .iter()
+                    .find(|(d, _)| *d == "zscore")
+                    .map_or(0.0, |s| s.1);
+                peak[k as usize] = peak[k as usize].max(z);
+                if let Some(Event::Opened(ep)) = w.event.as_deref() {
+                    opened.push((k, (w.end_ms - from) / 1000, ep.subsystem.clone()));
+                }
+            }
+        }
+        excluded_rows.push(e.hosts["h:1"].ring.iter().filter(|r| r.alerted).count());
+    }
+    assert_eq!(
+        opened,
+        [
+            (0, 34, "storage".to_string()),
+            (1, 34, "storage".to_string())
+        ],
+        "one alert per burst, each 4 windows after its first window"
+    );
+    // The return scores as the first did: nothing of the first was learned. (A baseline
+    // that held the first burst scores the second at about 1.2 times its threshold.)
+    assert!(
+        peak[1] >= peak[0] / 2.0,
+        "peak z-score / threshold: first {:.1}, second {:.1}",
+        peak[0],
+        peak[1]
+    );
+    // The burst's 20 s (and the windows reaching into it) per alert; by the end of the
+    // second segment the first burst has left the 10-minute baseline.
+    assert!(
+        excluded_rows.iter().all(|n| (20..=30).contains(n)),
+        "each alert keeps its burst's windows out: {excluded_rows:?} rows"
+    );
 }

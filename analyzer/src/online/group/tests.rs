@@ -69,7 +69,7 @@ fn params() -> EngineParams {
         refit_ms: 600_000,
         warmup_ms: 120_000,
         seed: 1,
-        min_agreement: 2,
+        episodes: crate::config::EpisodeConfig::default(),
         detectors: None,
         calibration: Baseline::Trailing,
     }
