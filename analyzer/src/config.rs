@@ -224,6 +224,16 @@ fn detectors_spec<'de, D: serde::Deserializer<'de>>(
     }
 }
 
+/// Most samples one window may hold per channel (`analysis.window` / `analysis.step`): the
+/// default is 30, a 10-minute window at 100 ms is 6,000. Beyond this a window's samples of
+/// hundreds of channels no longer fit in memory comfortably.
+pub const MAX_WINDOW_STEPS: u32 = 100_000;
+
+/// Most windows a baseline may hold (`analysis.baseline` / `analysis.stride`): the default is
+/// 1,800; a day at a 5 s stride is 17,280. Each window keeps a row of several hundred features
+/// (about 6 KB), and every refit scores all of them several times over.
+pub const MAX_BASELINE_WINDOWS: u32 = 50_000;
+
 fn default_step() -> PromDuration {
     PromDuration(Duration::from_millis(100))
 }
@@ -310,6 +320,7 @@ impl Config {
     }
 
     /// Semantic checks; the error names the key path (`analysis.window`, `metrics.2.subsystem`).
+    /// Refuses what the analyzer cannot run: each refusal names the key and says why.
     pub fn check(&self) -> Result<(), (String, String)> {
         let err = |k: &str, m: String| Err((k.to_string(), m));
         match (&self.source.prometheus, &self.source.scrape) {
@@ -364,6 +375,15 @@ impl Config {
                 format!("{} holds fewer than 3 steps of {}", a.window, a.step),
             );
         }
+        if a.window.0 > a.step.0 * MAX_WINDOW_STEPS {
+            return err(
+                "analysis.window",
+                format!(
+                    "{} holds more than {MAX_WINDOW_STEPS} steps of {}: every window's samples of every channel are held in memory at once",
+                    a.window, a.step
+                ),
+            );
+        }
         if a.window.0 < a.stride.0 {
             return err(
                 "analysis.window",
@@ -389,6 +409,15 @@ impl Config {
             return err(
                 "analysis.baseline",
                 format!("{} is shorter than one window", a.baseline),
+            );
+        }
+        if a.baseline.0 > a.stride.0 * MAX_BASELINE_WINDOWS {
+            return err(
+                "analysis.baseline",
+                format!(
+                    "{} holds more than {MAX_BASELINE_WINDOWS} windows {} apart: the baseline keeps every window's features in memory and refits on all of them; lengthen the stride or shorten the baseline",
+                    a.baseline, a.stride
+                ),
             );
         }
         if a.warmup.0 > a.baseline.0 {

@@ -324,3 +324,23 @@ fn detector_presets_by_name() {
         Some(crate::core::detect::DetectorsConfig::default())
     );
 }
+
+#[test]
+fn windows_and_baselines_too_large_to_hold_are_refused_by_key() {
+    // A day-long window of 1 ms steps would be 86 million samples per channel.
+    let e = refused(&(minimal() + "analysis:\n  step: 1ms\n  window: 1d\n  stride: 1s\n"));
+    assert!(
+        e.msg
+            .starts_with("analysis.window: 1d holds more than 100000 steps of 1ms"),
+        "{e}"
+    );
+    let e = refused(&(minimal() + "analysis:\n  baseline: 2d\n  warmup: 5m\n"));
+    assert!(
+        e.msg
+            .starts_with("analysis.baseline: 2d holds more than 50000 windows 1s apart"),
+        "{e}"
+    );
+    // The largest accepted: a day at a 5 s stride.
+    let ok = minimal() + "analysis:\n  baseline: 1d\n  stride: 5s\n  window: 5s\n";
+    Config::parse(&ok, Path::new("cfg.yml")).expect("a day at 5 s is accepted");
+}
