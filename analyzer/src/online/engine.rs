@@ -6,7 +6,7 @@
 //! baseline rows, and its own fitted detectors. Until the ring spans `warmup`, windows are
 //! skipped with reason `warmup`.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
 use ndarray::{Array1, Array2};
@@ -24,6 +24,7 @@ use crate::core::window::{plan_windows, SkipReason, WindowConfig};
 use crate::online::group::{FullCol, FullRow, GroupOutput, GroupStage, RegimeEvent};
 use crate::online::{Outcome, WindowScore};
 use crate::outputs::metrics::SelfMetrics;
+use ring::Ring;
 
 /// Features a claim cites per detector.
 const TOP_K: usize = 5;
@@ -79,22 +80,11 @@ struct Col {
     kind: Kind,
 }
 
-/// One window of a host's trailing baseline.
-struct Row {
-    end_ms: i64,
-    /// Features in the host's layout order at the time.
-    values: Vec<f64>,
-    /// Flagged by enough detectors.
-    flagged: bool,
-    /// Part of an episode (an alert): kept out of the baseline ([`maybe_fit`]).
-    alerted: bool,
-}
-
 #[derive(Default)]
 struct HostState {
     layout: Vec<Col>,
     index: HashMap<(String, Feature), usize>,
-    ring: VecDeque<Row>,
+    ring: Ring,
     fitted: Option<Fitted>,
     /// Scores the host's windows in order (held scores need the windows before).
     scorer: Option<Scorer>,
@@ -206,7 +196,7 @@ impl Engine {
             st.baseline_windows += h.ring.len();
             if h.fitted.is_none() {
                 st.warming_up = true;
-                let span = span_ms(&h.ring, self.params.window.stride_ms);
+                let span = h.ring.span_ms(self.params.window.stride_ms);
                 st.warmup_remaining_ms = st.warmup_remaining_ms.max(need - span);
             }
         }
@@ -250,7 +240,7 @@ impl Engine {
     /// rather than only the warm-up's worth).
     pub fn refit_all(&mut self, metrics: &SelfMetrics) {
         for (name, host) in self.hosts.iter_mut() {
-            let Some(last) = host.ring.back().map(|r| r.end_ms) else {
+            let Some(last) = host.ring.last_end_ms() else {
                 continue;
             };
             if let Some(f) = host.fitted.as_mut() {
@@ -333,12 +323,7 @@ impl Engine {
                     .any(|(s, e)| win.end_ms > *s && win.end_ms <= *e);
                 // Reference for regime changes (never one itself: it was not scored).
                 observe_regime(host, &self.params, win.end_ms, false, &row);
-                host.ring.push_back(Row {
-                    end_ms: win.end_ms,
-                    values: row,
-                    flagged: excluded,
-                    alerted: excluded,
-                });
+                host.ring.push(win.end_ms, row, excluded, excluded);
                 trim(host, &self.params, win.end_ms);
                 out.push(Outcome::Skipped {
                     end_ms: win.end_ms,
@@ -360,24 +345,14 @@ impl Engine {
             metrics.phase("score", t1.elapsed().as_secs_f64());
             let flagged = score.agreement >= self.params.episodes.min_agreement;
             let change = observe_regime(host, &self.params, win.end_ms, flagged, &row);
-            host.ring.push_back(Row {
-                end_ms: win.end_ms,
-                values: row,
-                flagged,
-                alerted: false,
-            });
+            host.ring.push(win.end_ms, row, flagged, false);
             trim(host, &self.params, win.end_ms);
             score.event = self.tracker.observe(score.verdict()).map(Box::new);
             if let Some(Event::Opened(ep) | Event::Extended(ep)) = score.event.as_deref() {
                 // The episode's windows stay out of the baseline: a fault is not learned
                 // as the host's normal.
-                let first_end = ep.start_ms + w.window_ms;
-                for r in host.ring.iter_mut().rev() {
-                    if r.end_ms < first_end {
-                        break;
-                    }
-                    r.alerted |= r.end_ms <= ep.last_flagged_ms;
-                }
+                host.ring
+                    .mark_alerted(ep.start_ms + w.window_ms, ep.last_flagged_ms);
             }
             if let Some(c) = change {
                 let until = win.end_ms + LEFT_OUT_MS;
@@ -439,11 +414,7 @@ fn regime_changed(
     metrics: &SelfMetrics,
 ) -> RegimeEvent {
     if !change.settled {
-        host.ring.retain(|r| r.end_ms >= change.start_ms);
-        for r in host.ring.iter_mut() {
-            r.flagged = false;
-            r.alerted = false;
-        }
+        host.ring.keep_regime_from(change.start_ms);
         if let Some(f) = host.fitted.as_mut() {
             f.at_ms = i64::MIN / 2;
         }
@@ -489,25 +460,9 @@ fn regime_changed(
     }
 }
 
-fn span_ms(ring: &VecDeque<Row>, stride: i64) -> i64 {
-    match (ring.front(), ring.back()) {
-        (Some(a), Some(b)) => b.end_ms - a.end_ms + stride,
-        _ => 0,
-    }
-}
-
 fn trim(host: &mut HostState, p: &EngineParams, end: i64) {
-    while host
-        .ring
-        .front()
-        .is_some_and(|r| r.end_ms <= end - p.baseline_ms)
-    {
-        host.ring.pop_front();
-    }
+    host.ring.forget_until(end - p.baseline_ms);
 }
-
-/// The most of a baseline that alerts keep out of it: one part in this many.
-const ALERTED_OUT_DIV: usize = 4;
 
 /// Fits when warm-up is over and no model exists, or when the model is `refit_every` old.
 fn maybe_fit(
@@ -518,7 +473,7 @@ fn maybe_fit(
     metrics: &SelfMetrics,
 ) {
     let due = match &host.fitted {
-        None => span_ms(&host.ring, p.window.stride_ms) >= p.warmup_ms,
+        None => host.ring.span_ms(p.window.stride_ms) >= p.warmup_ms,
         Some(f) => end - f.at_ms >= p.refit_ms,
     };
     if !due {
@@ -535,7 +490,7 @@ fn maybe_fit(
     // Without trimming, flagged windows stay out, unless they are most of the baseline: a
     // shift that persists that long is the new normal, and the baseline follows it.
     let total = host.ring.len();
-    let calm = host.ring.iter().filter(|r| !r.flagged).count();
+    let calm = host.ring.calm();
     let keep_flagged = set.trim || calm * 2 < total;
     if keep_flagged && !set.trim {
         tracing::info!(
@@ -544,28 +499,8 @@ fn maybe_fit(
             "most of the baseline is flagged: refitting on the shifted regime"
         );
     }
-    // The windows of an alert stay out, trimming or not, once its after-effects have had
-    // `LEFT_OUT_MS` to pass: a fault that comes back ten minutes later is found again, where
-    // a baseline that held the first one would have learned it. Until then they stay in: the
-    // host is still settling (write-back, a stream regaining its pace), and a baseline
-    // without the fault would flag that as a fault of its own. At most a quarter of the
-    // baseline is kept out this way, the newest alerts first: a host alerting more than that
-    // has a new normal, and its oldest alerts count again.
-    let mut room = total / ALERTED_OUT_DIV;
-    let mut out = vec![false; total];
-    for (i, r) in host.ring.iter().enumerate().rev() {
-        if r.alerted && r.end_ms <= end - LEFT_OUT_MS && room > 0 {
-            out[i] = true;
-            room -= 1;
-        }
-    }
-    let rows: Vec<&Vec<f64>> = host
-        .ring
-        .iter()
-        .zip(&out)
-        .filter(|(r, out)| !**out && (keep_flagged || !r.flagged))
-        .map(|(r, _)| &r.values)
-        .collect();
+    // An alert's windows stay out once settled ([`Ring::fit_rows`]).
+    let rows = host.ring.fit_rows(end, LEFT_OUT_MS, keep_flagged);
     let width = host.layout.len();
     let mut x = Array2::from_elem((rows.len(), width), f64::NAN);
     for (i, r) in rows.iter().enumerate() {
@@ -739,5 +674,6 @@ pub fn realign(m: &HostMatrix, start: i64, until: i64) -> HostMatrix {
     }
 }
 
+mod ring;
 #[cfg(test)]
 mod tests;
