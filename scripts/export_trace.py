@@ -37,7 +37,7 @@ def esc(v):
 
 specs = yaml.safe_load(open(config))["metrics"]
 columns = {}  # header -> {t_ms: value}
-entries = {}  # column metric name -> (subsystem, kind, expr)
+entries = {}  # column metric name -> (subsystem, kind, expr, resolution or None)
 def query_range(expr):
     """Every series of `expr` over [start, end], asked in chunks: [(labels, values)]."""
     series = {}
@@ -60,7 +60,8 @@ for spec in specs:
         name = labels.pop("__name__", None) or channel_name(spec)
         if "kind" not in spec or "subsystem" not in spec:
             sys.exit(f"{spec['expr']}: the metric set must give subsystem and kind")
-        prev = entries.setdefault(name, (spec["subsystem"], spec["kind"], spec["expr"]))
+        prev = entries.setdefault(name, (spec["subsystem"], spec["kind"], spec["expr"],
+                                         spec.get("resolution")))
         if prev[:2] != (spec["subsystem"], spec["kind"]):
             sys.exit(f"{name}: two entries give it different subsystems or kinds")
         header = name + "{" + ",".join(f'{k}="{esc(v)}"' for k, v in sorted(labels.items())) + "}"
@@ -88,9 +89,11 @@ with open(f"{out}/metric-set.yml", "w") as f:
             "# entry that produced it (written by scripts/export_trace.py).\n"
             "metrics:\n")
     for name in sorted(entries):
-        sub, kind, expr = entries[name]
+        sub, kind, expr, resolution = entries[name]
         if not any(h.startswith(name + "{") for h in headers):
             continue
         f.write(f"  # {expr}\n  - expr: '{re.escape(name)}'\n"
                 f"    subsystem: {sub}\n    kind: {kind}\n")
+        if resolution is not None:
+            f.write(f"    resolution: {resolution}\n")
 print(f"{len(headers)} columns, {(end - start) // STEP_MS + 1} rows", file=sys.stderr)

@@ -107,6 +107,7 @@ fn bench_prune() -> (f64, f64, usize) {
             subsystem: Subsystem::Cpu,
             kind: Kind::Dynamic,
             metric_type: MetricType::Gauge,
+            resolution: 0.0,
         })
         .collect();
     let m = HostMatrix {

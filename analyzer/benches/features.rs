@@ -90,6 +90,7 @@ fn matrix(windows: usize, data: &[f64]) -> HostMatrix {
             subsystem: Subsystem::Cpu,
             kind: Kind::Dynamic,
             metric_type: MetricType::Gauge,
+            resolution: 0.0,
         })
         .collect();
     HostMatrix {

@@ -12,7 +12,8 @@
 use ndarray::Axis;
 use reveal_analyzer::config::Config;
 use reveal_analyzer::core::detect::scale::{Scaler, Scaling};
-use reveal_analyzer::core::features::{Extractor, FeatureConfig};
+use reveal_analyzer::core::detect::floors_for;
+use reveal_analyzer::core::features::{least_change, Extractor, FeatureConfig};
 use reveal_analyzer::core::matrix::Kind;
 use reveal_analyzer::core::window::{plan_windows, WindowConfig};
 use reveal_analyzer::http::HttpClient;
@@ -61,16 +62,15 @@ async fn main() -> anyhow::Result<()> {
         let base: Vec<usize> = (0..fm.windows.len())
             .filter(|&w| fm.windows[w].end_ms > from && fm.windows[w].end_ms <= base_until)
             .collect();
-        let floors: Vec<f64> = cols
+        let kinds: Vec<Kind> = cols.iter().map(|&c| fm.columns[c].kind).collect();
+        let least: Vec<f64> = cols
             .iter()
             .map(|&c| {
-                if fm.columns[c].kind == Kind::Event {
-                    1.0
-                } else {
-                    0.0
-                }
+                let col = &fm.columns[c];
+                least_change(col.feature, fm.channels[col.channel].resolution, wc.samples())
             })
             .collect();
+        let floors = floors_for(&kinds, &least);
         let scaler = Scaler::fit_floored(
             x.select(Axis(0), &base).view(),
             Scaling::Bulk,

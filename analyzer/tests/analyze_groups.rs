@@ -142,11 +142,19 @@ fn a_persistent_workload_step_is_one_regime_change_not_an_anomaly_storm() {
     // scored windows, so at most about 3% are flagged by any of them.
     let flagged = of_type(lines, "window");
     assert!(flagged.len() <= 6, "{} flagged windows", flagged.len());
+    // No window at the step is flagged for the step: a detector's 1% may fall there, on
+    // the noise channels, but the CPU channels that stepped are the regime change's.
     for w in &flagged {
         let end = w["end_ms"].as_i64().unwrap();
+        let for_the_step = w["evidence"].as_array().unwrap().iter().any(|e| {
+            e["channel"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("reveal_cpu_signal_"))
+                && e["z"].as_f64().is_some_and(|z| z.abs() > 3.0)
+        });
         assert!(
-            (end - step_ms).abs() > 3_000,
-            "window at the step flagged: {w}"
+            (end - step_ms).abs() > 3_000 || !for_the_step,
+            "window at the step flagged for the step: {w}"
         );
     }
     // One host: no cross-host comparison.

@@ -24,6 +24,7 @@ fn channel(name: &str, kind: Kind) -> Channel {
         metric,
         kind,
         metric_type: MetricType::Gauge,
+        resolution: 0.0,
     }
 }
 

@@ -27,6 +27,7 @@ fn matrix(rows: &[(&str, Vec<f64>)]) -> HostMatrix {
                 metric,
                 kind: Kind::Dynamic,
                 metric_type: MetricType::Gauge,
+                resolution: 0.0,
             }
         })
         .collect();

@@ -149,6 +149,29 @@ impl Feature {
     }
 }
 
+/// The least meaningful change of `feature` on a channel whose own is `resolution` (see
+/// `Channel::resolution`), over windows of `samples` samples. The extremes (and an event
+/// sum) move in whole units; a statistic over the window resolves finer, as one sample moving
+/// by a unit moves it: the mean and the trend's intercept by 1/n of it, the mean absolute
+/// change by 1/(n − 1), the standard deviation by about 1/√n (the variance by the square of
+/// that). The shape statistics have no unit, and the trend's slope is per step: none.
+pub fn least_change(feature: Feature, resolution: f64, samples: usize) -> f64 {
+    let n = samples.max(2) as f64;
+    match feature {
+        Feature::Minimum | Feature::Maximum | Feature::SumValues => resolution,
+        Feature::Mean | Feature::LinearTrendIntercept => resolution / n,
+        Feature::MeanAbsChange => resolution / (n - 1.0),
+        Feature::StandardDeviation => resolution / n.sqrt(),
+        Feature::Variance => resolution * resolution / n,
+        Feature::Skewness
+        | Feature::Kurtosis
+        | Feature::LinearTrendSlope
+        | Feature::LinearTrendRvalue
+        | Feature::AutocorrelationLag1
+        | Feature::AdfTeststat => 0.0,
+    }
+}
+
 /// Which features to compute.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FeatureConfig {
@@ -324,6 +347,7 @@ mod tests {
             subsystem: Subsystem::Cpu,
             kind,
             metric_type: MetricType::Gauge,
+            resolution: 0.0,
         }
     }
 

@@ -135,6 +135,12 @@ pub struct Channel {
     pub kind: Kind,
     /// Declared type; counters hold per-step increases in the matrix, not raw totals.
     pub metric_type: MetricType,
+    /// The least change of the channel that carries meaning, in its unit (0: none known):
+    /// one page for bytes, one event per second for a counter's rate, one clock tick for
+    /// CPU time. Deviations are never measured in finer steps than this (see
+    /// `crate::core::features::least_change`).
+    #[serde(default)]
+    pub resolution: f64,
 }
 
 /// One host's channels on a regular grid: `values[[c, t]]` is channel `c` at
@@ -308,6 +314,7 @@ mod tests {
             subsystem: Subsystem::from_metric_name(name),
             kind: Kind::Dynamic,
             metric_type: t,
+            resolution: 0.0,
         }
     }
 

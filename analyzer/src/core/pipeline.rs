@@ -37,7 +37,7 @@ use crate::core::detect::{Detector, DetectorsConfig};
 use crate::core::episodes::tracker::severity;
 use crate::core::episodes::{merge_episodes, Episode};
 pub use crate::core::episodes::{Evidence, FlaggedWindow};
-use crate::core::features::{Extractor, FeatureConfig, FeatureMatrix};
+use crate::core::features::{least_change, Extractor, FeatureConfig, FeatureMatrix};
 use crate::core::fit::{fit_with, Baseline};
 use crate::core::matrix::{HostMatrix, Kind, Subsystem};
 use crate::core::regime::RegimeParams;
@@ -182,10 +182,15 @@ pub fn analyze_host(m: &HostMatrix, p: &AnalyzeParams) -> HostAnalysis {
         return out;
     }
     let fm = Extractor::new(p.features, p.window).extract(m, &plan);
-    let scored = fm.scored_columns();
+    let detectors = p.detectors.clone().unwrap_or_default();
+    let scored: Vec<usize> = fm
+        .scored_columns()
+        .into_iter()
+        .filter(|&c| detectors.scores(fm.columns[c].feature))
+        .collect();
     out.summary.feature_columns = scored.len();
     let x = fm.values.select(Axis(1), &scored);
-    let set = p.detectors.clone().unwrap_or_default().for_columns(
+    let set = detectors.for_columns(
         &scored
             .iter()
             .map(|&c| fm.columns[c].kind)
@@ -193,6 +198,13 @@ pub fn analyze_host(m: &HostMatrix, p: &AnalyzeParams) -> HostAnalysis {
         &scored
             .iter()
             .map(|&c| fm.columns[c].channel)
+            .collect::<Vec<_>>(),
+        &scored
+            .iter()
+            .map(|&c| {
+                let col = &fm.columns[c];
+                least_change(col.feature, fm.channels[col.channel].resolution, p.window.samples())
+            })
             .collect::<Vec<_>>(),
     );
     let fitted = match fit_with(x.view(), &set, p.seed, 0, Baseline::WholeRun) {

@@ -183,6 +183,7 @@ mod tests {
                 subsystem: Subsystem::Cpu,
                 kind: Kind::Dynamic,
                 metric_type: MetricType::Gauge,
+                resolution: 0.0,
             })
             .collect();
         let flat: Vec<f64> = rows.into_iter().flatten().collect();

@@ -43,6 +43,10 @@ pub struct MetricSpec {
     pub subsystem: String,
     /// `dynamic`, `event` or `static`; when absent, the analyzer's default by name and type.
     pub kind: Option<MetricKind>,
+    /// The least change of the channels that carries meaning, in their unit; when absent,
+    /// the default by name ([`default_resolution`]). Set it for expressions whose name says
+    /// nothing of their unit (`sum(rate(x_total[1s]))` named `x_rate`: 1).
+    pub resolution: Option<f64>,
 }
 
 impl MetricSpec {
@@ -160,7 +164,16 @@ pub enum KindsError {
 /// Compiled metric set: the first entry whose regex matches the whole metric name decides.
 #[derive(Debug, Clone, Default)]
 pub struct MetricSet {
-    entries: Vec<(Regex, Subsystem, Option<Kind>)>,
+    entries: Vec<Entry>,
+}
+
+/// One compiled entry of a [`MetricSet`].
+#[derive(Debug, Clone)]
+struct Entry {
+    re: Regex,
+    subsystem: Subsystem,
+    kind: Option<Kind>,
+    resolution: Option<f64>,
 }
 
 impl MetricSet {
@@ -177,7 +190,18 @@ impl MetricSet {
                 .map_err(|e| err(format!("expr is not a metric-name regex: {e}")))?;
             let sub = Subsystem::parse(&spec.subsystem)
                 .ok_or_else(|| err(format!("unknown subsystem {:?}", spec.subsystem)))?;
-            entries.push((re, sub, spec.kind.map(Kind::from)));
+            let resolution = match spec.resolution {
+                Some(r) if !(r.is_finite() && r >= 0.0) => {
+                    return Err(err(format!("resolution {r} is not a finite number ≥ 0")));
+                }
+                r => r,
+            };
+            entries.push(Entry {
+                re,
+                subsystem: sub,
+                kind: spec.kind.map(Kind::from),
+                resolution,
+            });
         }
         Ok(MetricSet { entries })
     }
@@ -216,12 +240,54 @@ impl MetricSet {
         metric_type: MetricType,
     ) -> (Subsystem, Kind) {
         let default = || default_series_kind(metric, labels, metric_type);
-        for (re, sub, kind) in &self.entries {
-            if re.is_match(metric) {
-                return (*sub, kind.unwrap_or_else(default));
+        for e in &self.entries {
+            if e.re.is_match(metric) {
+                return (e.subsystem, e.kind.unwrap_or_else(default));
             }
         }
         (Subsystem::from_metric_name(metric), default())
+    }
+
+    /// The least meaningful change of a metric's channels: the matching entry's
+    /// `resolution`, else [`default_resolution`].
+    pub fn resolution(&self, metric: &str) -> f64 {
+        self.entries
+            .iter()
+            .find(|e| e.re.is_match(metric))
+            .and_then(|e| e.resolution)
+            .unwrap_or_else(|| default_resolution(metric))
+    }
+}
+
+/// One page: the unit in which the kernel keeps memory and moves blocks.
+pub const PAGE_BYTES: f64 = 4096.0;
+/// One tick of the kernel's CPU-time accounting (`USER_HZ` = 100), in seconds.
+pub const CLOCK_TICK_SECONDS: f64 = 0.01;
+
+/// The least meaningful change of a metric by its name's unit suffix, for the metric itself
+/// and for its per-second rate alike: bytes (`_bytes`, `_bytes_total`) one page, CPU and
+/// device time (`_seconds_total`) one clock tick, any other counter (`_total`) one event;
+/// none (0) for anything else, whose unit the name does not say (ratios, temperatures).
+/// A recording rule's rate (`level:reveal_x_bytes:rate1s`, named by Prometheus' convention
+/// without `_total`) counts as the rate of its counter.
+pub fn default_resolution(metric: &str) -> f64 {
+    let counter;
+    let name = match metric.rsplit_once(':') {
+        Some((rest, op)) if op.starts_with("rate") || op.starts_with("irate") => {
+            let base = rest.rsplit(':').next().unwrap_or(rest);
+            counter = format!("{}_total", base.trim_end_matches("_total"));
+            counter.as_str()
+        }
+        _ => metric,
+    };
+    if name.ends_with("_bytes") || name.ends_with("_bytes_total") {
+        PAGE_BYTES
+    } else if name.ends_with("_seconds_total") {
+        CLOCK_TICK_SECONDS
+    } else if name.ends_with("_total") {
+        1.0
+    } else {
+        0.0
     }
 }
 
@@ -336,6 +402,7 @@ mod tests {
                 name: None,
                 subsystem: "cpu".into(),
                 kind: None,
+                resolution: None,
             }
             .channel_name()
         };
@@ -351,8 +418,38 @@ mod tests {
             name: Some("alive".into()),
             subsystem: "cpu".into(),
             kind: None,
+            resolution: None,
         };
         assert_eq!(named.channel_name(), "alive");
+    }
+
+    #[test]
+    fn resolutions_by_unit_entry_and_recording_rule_name() {
+        let r = default_resolution;
+        assert_eq!(r("reveal_storage_written_bytes_total"), PAGE_BYTES);
+        assert_eq!(r("reveal_memory_dirty_bytes"), PAGE_BYTES);
+        assert_eq!(r("reveal_cpu_time_seconds_total"), CLOCK_TICK_SECONDS);
+        assert_eq!(r("reveal_cpu_context_switches_total"), 1.0);
+        assert_eq!(r("instance:reveal_cpu_context_switches:rate1s"), 1.0);
+        assert_eq!(r("reveal_storage_read_bytes:rate1s"), PAGE_BYTES);
+        assert_eq!(r("instance_cpu:reveal_cpu_utilization:ratio1s"), 0.0);
+        assert_eq!(r("reveal_cpu_frequency_hertz"), 0.0);
+        let set = MetricSet::parse(
+            "metrics:\n  - expr: reveal_cpu_softirqs_rate\n    subsystem: cpu\n    resolution: 1\n\
+             \n  - expr: reveal_storage_.*\n    subsystem: storage\n",
+            "m.yml",
+        )
+        .unwrap();
+        assert_eq!(set.resolution("reveal_cpu_softirqs_rate"), 1.0);
+        // An entry without one leaves the default by name.
+        assert_eq!(set.resolution("reveal_storage_read_bytes_total"), PAGE_BYTES);
+        let bad = MetricSet::parse(
+            "metrics:\n  - expr: x\n    subsystem: cpu\n    resolution: -1\n",
+            "m.yml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(bad.contains("metrics.0") && bad.contains("resolution"), "{bad}");
     }
 
     #[test]

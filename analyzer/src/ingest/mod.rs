@@ -178,6 +178,7 @@ impl<'a> Assembler<'a> {
             subsystem,
             kind,
             metric_type,
+            resolution: self.opts.metric_set.resolution(metric),
         };
         (host, channel)
     }

@@ -223,6 +223,7 @@ mod tests {
             name: None,
             subsystem: subsystem.into(),
             kind,
+            resolution: None,
         }
     }
 

@@ -15,7 +15,7 @@ use crate::config::{AnalysisConfig, EpisodeConfig};
 use crate::core::detect::DetectorsConfig;
 use crate::core::episodes::tracker::{Event, Tracker, TrackerParams};
 use crate::core::episodes::OpenEpisode;
-use crate::core::features::{Extractor, Feature, FeatureConfig};
+use crate::core::features::{least_change, Extractor, Feature, FeatureConfig};
 use crate::core::fit::{fit_with, Baseline, Fitted};
 use crate::core::matrix::{HostMatrix, Kind, Subsystem};
 use crate::core::regime::{LeftOut, RegimeChange, RegimeParams, RegimeTracker, RegimeWindow};
@@ -78,6 +78,8 @@ struct Col {
     feature: Feature,
     subsystem: Subsystem,
     kind: Kind,
+    /// The column's least meaningful change (`features::least_change`).
+    least: f64,
 }
 
 #[derive(Default)]
@@ -292,7 +294,12 @@ impl Engine {
         }
         let host = self.hosts.entry(m.host.clone()).or_default();
         // Map this pass's columns into the host's layout, growing it for new channels.
-        let scored = fm.scored_columns();
+        let set = self.params.detectors.clone().unwrap_or_default();
+        let scored: Vec<usize> = fm
+            .scored_columns()
+            .into_iter()
+            .filter(|&c| set.scores(fm.columns[c].feature))
+            .collect();
         let mut map = Vec::with_capacity(scored.len());
         for &c in &scored {
             let col = &fm.columns[c];
@@ -304,6 +311,11 @@ impl Engine {
                     feature: col.feature,
                     subsystem: col.subsystem,
                     kind: fm.channels[col.channel].kind,
+                    least: least_change(
+                        col.feature,
+                        fm.channels[col.channel].resolution,
+                        self.params.window.samples(),
+                    ),
                 });
                 host.layout.len() - 1
             });
@@ -333,7 +345,8 @@ impl Engine {
             };
             let t1 = Instant::now();
             let scorer = host.scorer.get_or_insert_with(|| Scorer::new(w.stride_ms));
-            let scored_row = without_left_out(&row, win.end_ms, &mut host.left_out);
+            let scored_row =
+                without_left_out(&row, win.end_ms, &mut host.left_out, &host.layout);
             let mut score = score_window(
                 &m.host,
                 win.end_ms,
@@ -482,6 +495,7 @@ fn maybe_fit(
     let set = p.detectors.clone().unwrap_or_default().for_columns(
         &host.layout.iter().map(|c| c.kind).collect::<Vec<_>>(),
         &channel_ids(&host.layout),
+        &host.layout.iter().map(|c| c.least).collect::<Vec<_>>(),
     );
     // A trimming detector set fits on every window of the trailing baseline: each detector
     // drops what the baseline saw only once or twice (a fault, a burst) at fit time, and what
@@ -534,15 +548,30 @@ fn maybe_fit(
 /// of its length, well inside its bulk, and a column that is still moving is scored again.
 const LEFT_OUT_MS: i64 = 5 * 60 * 1000;
 
-/// `row` with the columns left out after a fault set to NaN (the detectors read them as the
-/// baseline's centre); a column back near its level or past it, or whose time is up, is
-/// scored again from this window on.
-fn without_left_out(row: &[f64], end_ms: i64, left_out: &mut Vec<(LeftOut, i64)>) -> Vec<f64> {
+/// `row` with the channels left out after a fault set to NaN (the detectors read them as the
+/// baseline's centre): every column of a channel whose level column is still away. While a
+/// level returns, its channel's trend, extremes and spread move with it, and they are the
+/// fault's aftermath, not a new fault. A channel whose level is back near it or past it, or
+/// whose time is up, is scored again from this window on.
+fn without_left_out(
+    row: &[f64],
+    end_ms: i64,
+    left_out: &mut Vec<(LeftOut, i64)>,
+    layout: &[Col],
+) -> Vec<f64> {
     left_out
         .retain(|(l, until)| end_ms <= *until && row.get(l.column).is_some_and(|&v| !l.is_back(v)));
     let mut out = row.to_vec();
     for (l, _) in left_out.iter() {
         out[l.column] = f64::NAN;
+        let Some(channel) = layout.get(l.column).map(|c| c.channel.as_str()) else {
+            continue;
+        };
+        for (o, c) in out.iter_mut().zip(layout) {
+            if c.channel == channel {
+                *o = f64::NAN;
+            }
+        }
     }
     out
 }

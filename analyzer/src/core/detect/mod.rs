@@ -59,7 +59,7 @@ use serde::{Deserialize, Serialize};
 
 pub use agreement::{Agreement, Severity};
 pub use error::{DetectError, ParamError};
-pub use set::DetectorsConfig;
+pub use set::{floors_for, DetectorsConfig};
 
 /// One feature's part in a detector's score for one window.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

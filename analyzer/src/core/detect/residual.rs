@@ -54,7 +54,7 @@ pub struct WorkloadModel {
     pub(crate) max_rank: usize,
     pub(crate) seed: u64,
     /// Least scale per column it was fitted with ([`Scaler::fit_floored`]).
-    pub(crate) floors: Option<std::sync::Arc<[f64]>>,
+    pub(crate) floors: Option<crate::core::detect::scale::Floors>,
 }
 
 impl WorkloadModel {
@@ -64,7 +64,7 @@ impl WorkloadModel {
         x: ArrayView2<f64>,
         max_rank: usize,
         seed: u64,
-        floors: Option<std::sync::Arc<[f64]>>,
+        floors: Option<crate::core::detect::scale::Floors>,
     ) -> Result<Self, DetectError> {
         if x.nrows() < 3 {
             return Err(DetectError::TooFewWindows {
@@ -303,7 +303,7 @@ impl Standardizer {
         x: ArrayView2<f64>,
         scaling: Scaling,
         seed: u64,
-        floors: Option<&std::sync::Arc<[f64]>>,
+        floors: Option<&crate::core::detect::scale::Floors>,
     ) -> Result<Self, DetectError> {
         Ok(match scaling {
             Scaling::Residual { max_rank } => Standardizer::Residual(Box::new(WorkloadModel::fit(

@@ -55,6 +55,23 @@ const BULK_SIGMAS: f64 = 2.053_748_910_631_823;
 /// A spread below this fraction of a column's magnitude is rounding noise.
 const RELATIVE_NOISE: f64 = 1e-12;
 
+/// The least scale of one column, known from what it measures rather than from the baseline.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Floor {
+    /// No scale of the column is below this (0: none). A deviation smaller than the least
+    /// change the column can show (one page, one event per second) is not evidence, however
+    /// steady the baseline was: a write trickle of one page a second that pauses for a second
+    /// is a deviation of one unit, not fifty of its baseline's spreads.
+    pub scale: f64,
+    /// Whether a column constant in the baseline is kept, with `scale`, so that its first move
+    /// is seen (errors, drops and retransmissions are zero on a healthy host). Otherwise such a
+    /// column stays out, as without a floor.
+    pub keeps_constant: bool,
+}
+
+/// Least scales of a detector's columns, shared between detectors.
+pub type Floors = std::sync::Arc<[Floor]>;
+
 /// Fitted per-column centre and scale; only used columns are kept.
 #[derive(Debug, Clone)]
 pub struct Scaler {
@@ -73,15 +90,13 @@ impl Scaler {
         Self::fit_floored(x, scaling, None)
     }
 
-    /// [`Scaler::fit`] with a least scale per column (`floors[j]`, 0 for none): the
-    /// smallest change the column can show, known from what it measures (one event of an
-    /// event channel). A column constant in the baseline is then kept, with that scale, so
-    /// that its first move is seen: errors, drops and retransmissions are zero on a healthy
-    /// host. Robust scalings only (the paper's `Standard` drops constant columns).
+    /// [`Scaler::fit`] with a least scale per column (`floors[j]`, see [`Floor`]): the
+    /// smallest change the column can show, known from what it measures. Robust scalings only
+    /// (the paper's `Standard` uses none).
     pub fn fit_floored(
         x: ArrayView2<f64>,
         scaling: Scaling,
-        floors: Option<&[f64]>,
+        floors: Option<&[Floor]>,
     ) -> Result<Self, DetectError> {
         let floors = floors.filter(|f| f.len() == x.ncols() && scaling != Scaling::Standard);
         let n = x.nrows();
@@ -115,9 +130,13 @@ impl Scaler {
                 }
                 Scaling::Bulk => bulk_spread(&sorted, &mut buf, col),
             };
-            let floor = floors.map_or(0.0, |f| f[j]);
-            let (s, lo) = if floor > 0.0 && floor.is_finite() {
-                (s.max(floor), lo.max(floor))
+            let floor = floors.map_or(Floor::default(), |f| f[j]);
+            let moved = s > RELATIVE_NOISE * c.abs();
+            let (s, lo) = if floor.scale > 0.0
+                && floor.scale.is_finite()
+                && (moved || floor.keeps_constant)
+            {
+                (s.max(floor.scale), lo.max(floor.scale))
             } else {
                 (s, lo)
             };
@@ -400,14 +419,44 @@ mod tests {
         let x = array![[1.0, 0.0], [2.0, 0.0], [3.0, 0.0], [4.0, 0.0]];
         let plain = Scaler::fit(x.view(), Scaling::Robust).unwrap();
         assert_eq!(plain.status()[1], ColumnStatus::Constant);
-        let floored = Scaler::fit_floored(x.view(), Scaling::Robust, Some(&[0.0, 1.0])).unwrap();
+        let event = Floor {
+            scale: 1.0,
+            keeps_constant: true,
+        };
+        let floors = [Floor::default(), event];
+        let floored = Scaler::fit_floored(x.view(), Scaling::Robust, Some(&floors)).unwrap();
         assert_eq!(floored.used(), &[0, 1]);
         // Three events are three units of the floor; none is nothing.
         assert!((floored.z(1, 3.0) - 3.0).abs() < 1e-12);
         assert_eq!(floored.z(1, 0.0), 0.0);
+        // A resolution that does not keep constant columns leaves the column out.
+        let resolution = [Floor::default(), Floor { keeps_constant: false, ..event }];
+        let plain_again = Scaler::fit_floored(x.view(), Scaling::Robust, Some(&resolution)).unwrap();
+        assert_eq!(plain_again.used(), &[0]);
         // The paper's standard scaling keeps its rule.
-        let standard = Scaler::fit_floored(x.view(), Scaling::Standard, Some(&[0.0, 1.0])).unwrap();
+        let standard = Scaler::fit_floored(x.view(), Scaling::Standard, Some(&floors)).unwrap();
         assert_eq!(standard.status()[1], ColumnStatus::Constant);
+    }
+
+    #[test]
+    fn a_trickle_that_pauses_is_one_unit_of_its_resolution_away() {
+        // A window minimum of a write rate: one 4 KiB page a second (4551 B/s as a 1 s rate
+        // at 100 ms, with Prometheus' extrapolation), steady to a few bytes for 1000 windows.
+        // Then a window in which no page was written for a second: a minimum of 0.
+        let col: Vec<f64> = (0..1000).map(|i| 4546.0 + (i % 3) as f64 * 5.0).collect();
+        let x = Array2::from_shape_vec((1000, 1), col).unwrap();
+        let bare = Scaler::fit(x.view(), Scaling::Bulk).unwrap();
+        // Its own spread is the 2% level floor (91 B/s): the pause is 50σ, compressed to 26.
+        assert!(bare.z(0, 0.0) < -25.0, "{}", bare.z(0, 0.0));
+        let page = [Floor {
+            scale: 4096.0,
+            keeps_constant: false,
+        }];
+        let floored = Scaler::fit_floored(x.view(), Scaling::Bulk, Some(&page)).unwrap();
+        let z = floored.z(0, 0.0);
+        assert!((-1.2..-1.0).contains(&z), "{z}");
+        // A burst of a hundred pages a second is still far out.
+        assert!(floored.z(0, 409_600.0) > 30.0);
     }
 
     #[test]

@@ -7,8 +7,10 @@ use serde::{Deserialize, Serialize};
 use super::iforest::IForestParams;
 use super::pca::PcaParams;
 use super::residual::Standardizer;
+use super::scale::{Floor, Floors};
 use super::zscore::ZScoreParams;
 use super::{DetectError, Detector, Fit};
+use crate::core::features::Feature;
 use crate::core::matrix::Kind;
 
 /// One event: the least scale of an event channel's features (its per-window sum and
@@ -16,6 +18,29 @@ use crate::core::matrix::Kind;
 /// drops and retransmissions are zero on a healthy host; without a floor such a column is
 /// constant in the baseline, left out of the model, and its first events go unseen.
 pub const ONE_EVENT: f64 = 1.0;
+
+/// The least scale of each column (see [`DetectorsConfig::for_columns`]): `kinds[j]` and
+/// `least[j]` are column `j`'s channel kind and least meaningful change.
+pub fn floors_for(kinds: &[Kind], least: &[f64]) -> Floors {
+    kinds
+        .iter()
+        .enumerate()
+        .map(|(j, &k)| {
+            let least = least.get(j).copied().unwrap_or(0.0);
+            if k == Kind::Event {
+                Floor {
+                    scale: least.max(ONE_EVENT),
+                    keeps_constant: true,
+                }
+            } else {
+                Floor {
+                    scale: least,
+                    keeps_constant: false,
+                }
+            }
+        })
+        .collect()
+}
 
 /// Parameters of the three detectors (YAML: `detectors: {zscore: …, pca: …, iforest: …}`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -30,6 +55,11 @@ pub struct DetectorsConfig {
     /// Consecutive windows over which a score that stays up is also compared with what the
     /// baseline *held* that long (`core::hold`); 0 or 1 turns it off, as in the paper.
     pub hold: usize,
+    /// Whether the within-window variance is scored besides the standard deviation, as in the
+    /// paper. Off by default: it says what the standard deviation says, squared, so a burst
+    /// twice as large as any the baseline reached scores four times as far, and the bursty
+    /// channels of a busy host (reads, system time) lead scores with their variance.
+    pub variance: bool,
 }
 
 impl Default for DetectorsConfig {
@@ -40,6 +70,7 @@ impl Default for DetectorsConfig {
             iforest: IForestParams::default(),
             trim: true,
             hold: crate::core::hold::DEFAULT_HOLD,
+            variance: false,
         }
     }
 }
@@ -53,11 +84,12 @@ impl DetectorsConfig {
             iforest: IForestParams::literal(),
             trim: false,
             hold: 0,
+            variance: true,
         }
     }
 
     /// Sets every detector's least scale per column (see `Scaler::fit_floored`).
-    pub fn column_floors(mut self, floors: Option<std::sync::Arc<[f64]>>) -> Self {
+    pub fn column_floors(mut self, floors: Option<Floors>) -> Self {
         self.zscore.column_floors = floors.clone();
         self.pca.column_floors = floors.clone();
         self.iforest.column_floors = floors;
@@ -70,6 +102,11 @@ impl DetectorsConfig {
         self
     }
 
+    /// Whether columns of `feature` are scored (see [`DetectorsConfig::variance`]).
+    pub fn scores(&self, feature: Feature) -> bool {
+        self.variance || feature != Feature::Variance
+    }
+
     /// Threshold percentile of detector `name` (`zscore`, `pca`, `iforest`).
     pub fn threshold_percentile(&self, name: &str) -> f64 {
         match name {
@@ -79,18 +116,17 @@ impl DetectorsConfig {
         }
     }
 
-    /// Sets what the detectors know of each column from its channel: the least scale of an
-    /// event channel's columns is one event (`ONE_EVENT`) (see `Scaler::fit_floored`), and columns of
-    /// one channel share the forest's coordinate. `kinds[j]` and `channels[j]` are column
-    /// `j`'s channel kind and channel (any numbering).
-    pub fn for_columns(self, kinds: &[Kind], channels: &[usize]) -> Self {
-        let floors = kinds.contains(&Kind::Event).then(|| {
-            kinds
-                .iter()
-                .map(|&k| if k == Kind::Event { ONE_EVENT } else { 0.0 })
-                .collect()
-        });
-        self.column_floors(floors)
+    /// Sets what the detectors know of each column from its channel. `kinds[j]`,
+    /// `channels[j]` and `least[j]` are column `j`'s channel kind, channel (any numbering) and
+    /// least meaningful change (`crate::core::features::least_change`, 0 for none):
+    /// - no column is scaled finer than its least change (see [`Floor`]);
+    /// - an event channel's columns are never scaled finer than one event (`ONE_EVENT`), and
+    ///   are kept when the baseline had none, so that the first event is seen;
+    /// - columns of one channel share the forest's coordinate.
+    pub fn for_columns(self, kinds: &[Kind], channels: &[usize], least: &[f64]) -> Self {
+        let floors = floors_for(kinds, least);
+        let any = floors.iter().any(|f| f.scale > 0.0);
+        self.column_floors(any.then_some(floors))
             .column_groups(Some(channels.iter().copied().collect()))
     }
 
@@ -145,6 +181,34 @@ mod tests {
         let partial: DetectorsConfig = serde_yaml::from_str("zscore:\n  aggregate: max\n").unwrap();
         assert_eq!(partial.pca, PcaParams::default());
         assert!(serde_yaml::from_str::<DetectorsConfig>("zscore:\n  agregate: max\n").is_err());
+    }
+
+    #[test]
+    fn the_default_scores_the_standard_deviation_and_the_paper_also_the_variance() {
+        let (default, literal) = (DetectorsConfig::default(), DetectorsConfig::literal());
+        assert!(!default.scores(Feature::Variance) && default.scores(Feature::StandardDeviation));
+        assert!(literal.scores(Feature::Variance) && literal.scores(Feature::StandardDeviation));
+        let on: DetectorsConfig = serde_yaml::from_str("variance: true\n").unwrap();
+        assert!(on.scores(Feature::Variance));
+    }
+
+    #[test]
+    fn an_event_column_keeps_its_first_event_and_others_only_their_resolution() {
+        let floors = floors_for(&[Kind::Event, Kind::Dynamic, Kind::Dynamic], &[0.0, 4096.0]);
+        assert_eq!(
+            floors[..],
+            [
+                Floor {
+                    scale: ONE_EVENT,
+                    keeps_constant: true
+                },
+                Floor {
+                    scale: 4096.0,
+                    keeps_constant: false
+                },
+                Floor::default(),
+            ]
+        );
     }
 
     #[test]

@@ -29,6 +29,7 @@ fn channel(i: usize, kind: Kind) -> Channel {
         subsystem: sub,
         kind,
         metric_type: MetricType::Gauge,
+        resolution: 0.0,
     }
 }
 

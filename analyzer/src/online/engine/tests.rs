@@ -43,6 +43,7 @@ fn host(start: i64, secs: i64, burst: std::ops::Range<i64>, seed: &mut u64) -> H
                 subsystem: *s,
                 kind: Kind::Dynamic,
                 metric_type: MetricType::Gauge,
+                resolution: 0.0,
             })
             .collect(),
         values,
@@ -154,6 +155,7 @@ fn with_events(m: HostMatrix, events: std::ops::Range<i64>, rate: f64) -> HostMa
         subsystem: Subsystem::Network,
         kind: Kind::Event,
         metric_type: MetricType::Counter,
+        resolution: 0.0,
     });
     HostMatrix {
         values: ndarray::concatenate(ndarray::Axis(0), &[m.values.view(), row.view()]).unwrap(),
@@ -364,4 +366,37 @@ fn a_fault_is_not_learned_and_alerts_again_when_it_comes_back() {
         excluded_rows.iter().all(|n| (20..=30).contains(n)),
         "each alert keeps its burst's windows out: {excluded_rows:?} rows"
     );
+}
+
+#[test]
+fn a_channel_still_settling_after_a_fault_is_left_out_whole() {
+    let col = |channel: &str, feature| Col {
+        channel: channel.into(),
+        feature,
+        subsystem: Subsystem::Memory,
+        kind: Kind::Dynamic,
+        least: 0.0,
+    };
+    let layout = [
+        col("util", Feature::Mean),
+        col("util", Feature::LinearTrendSlope),
+        col("dirty", Feature::Mean),
+        col("dirty", Feature::LinearTrendSlope),
+    ];
+    // The level of `util` was 10 before the fault and is still at 20: its trend (falling
+    // back) is the fault's aftermath too, and `dirty` is scored as usual.
+    let away = LeftOut {
+        column: 0,
+        level: 10.0,
+        band: 1.0,
+        side: 1.0,
+    };
+    let mut left_out = vec![(away, 5_000)];
+    let out = without_left_out(&[20.0, -0.5, 7.0, 0.1], 1_000, &mut left_out, &layout);
+    assert!(out[0].is_nan() && out[1].is_nan(), "{out:?}");
+    assert_eq!(&out[2..], &[7.0, 0.1]);
+    // Back at its level: the whole channel is scored again, and stays so.
+    let out = without_left_out(&[10.5, -0.1, 7.0, 0.1], 2_000, &mut left_out, &layout);
+    assert_eq!(out, vec![10.5, -0.1, 7.0, 0.1]);
+    assert!(left_out.is_empty());
 }

@@ -54,6 +54,7 @@ fn host(
                 subsystem: *s,
                 kind: *k,
                 metric_type: MetricType::Gauge,
+                resolution: 0.0,
             })
             .collect(),
         values,

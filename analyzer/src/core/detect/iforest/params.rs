@@ -61,7 +61,7 @@ pub struct IForestParams {
     /// Least scale per column (see `Scaler::fit_floored`); set by the online analyzer from
     /// what each column measures, never read from a configuration file.
     #[serde(skip)]
-    pub column_floors: Option<std::sync::Arc<[f64]>>,
+    pub column_floors: Option<crate::core::detect::scale::Floors>,
     /// Channel of each column, for `ForestInput::Channels`; set by the analyzer from its
     /// layout, never read from a configuration file.
     #[serde(skip)]

@@ -39,7 +39,7 @@ pub struct ZScoreParams {
     /// Least scale per column (see `Scaler::fit_floored`); set by the online analyzer from
     /// what each column measures, never read from a configuration file.
     #[serde(skip)]
-    pub column_floors: Option<std::sync::Arc<[f64]>>,
+    pub column_floors: Option<crate::core::detect::scale::Floors>,
 }
 
 impl Default for ZScoreParams {
