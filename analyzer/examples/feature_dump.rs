@@ -11,8 +11,8 @@
 
 use ndarray::Axis;
 use reveal_analyzer::config::Config;
-use reveal_analyzer::core::detect::scale::{Scaler, Scaling};
 use reveal_analyzer::core::detect::floors_for;
+use reveal_analyzer::core::detect::scale::{Scaler, Scaling};
 use reveal_analyzer::core::features::{least_change, Extractor, FeatureConfig};
 use reveal_analyzer::core::matrix::Kind;
 use reveal_analyzer::core::window::{plan_windows, WindowConfig};
@@ -67,7 +67,11 @@ async fn main() -> anyhow::Result<()> {
             .iter()
             .map(|&c| {
                 let col = &fm.columns[c];
-                least_change(col.feature, fm.channels[col.channel].resolution, wc.samples())
+                least_change(
+                    col.feature,
+                    fm.channels[col.channel].resolution,
+                    wc.samples(),
+                )
             })
             .collect();
         let floors = floors_for(&kinds, &least);

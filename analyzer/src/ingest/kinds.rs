@@ -442,14 +442,20 @@ mod tests {
         .unwrap();
         assert_eq!(set.resolution("reveal_cpu_softirqs_rate"), 1.0);
         // An entry without one leaves the default by name.
-        assert_eq!(set.resolution("reveal_storage_read_bytes_total"), PAGE_BYTES);
+        assert_eq!(
+            set.resolution("reveal_storage_read_bytes_total"),
+            PAGE_BYTES
+        );
         let bad = MetricSet::parse(
             "metrics:\n  - expr: x\n    subsystem: cpu\n    resolution: -1\n",
             "m.yml",
         )
         .unwrap_err()
         .to_string();
-        assert!(bad.contains("metrics.0") && bad.contains("resolution"), "{bad}");
+        assert!(
+            bad.contains("metrics.0") && bad.contains("resolution"),
+            "{bad}"
+        );
     }
 
     #[test]

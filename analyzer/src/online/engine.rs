@@ -345,8 +345,7 @@ impl Engine {
             };
             let t1 = Instant::now();
             let scorer = host.scorer.get_or_insert_with(|| Scorer::new(w.stride_ms));
-            let scored_row =
-                without_left_out(&row, win.end_ms, &mut host.left_out, &host.layout);
+            let scored_row = without_left_out(&row, win.end_ms, &mut host.left_out, &host.layout);
             let mut score = score_window(
                 &m.host,
                 win.end_ms,

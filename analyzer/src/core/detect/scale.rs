@@ -430,8 +430,15 @@ mod tests {
         assert!((floored.z(1, 3.0) - 3.0).abs() < 1e-12);
         assert_eq!(floored.z(1, 0.0), 0.0);
         // A resolution that does not keep constant columns leaves the column out.
-        let resolution = [Floor::default(), Floor { keeps_constant: false, ..event }];
-        let plain_again = Scaler::fit_floored(x.view(), Scaling::Robust, Some(&resolution)).unwrap();
+        let resolution = [
+            Floor::default(),
+            Floor {
+                keeps_constant: false,
+                ..event
+            },
+        ];
+        let plain_again =
+            Scaler::fit_floored(x.view(), Scaling::Robust, Some(&resolution)).unwrap();
         assert_eq!(plain_again.used(), &[0]);
         // The paper's standard scaling keeps its rule.
         let standard = Scaler::fit_floored(x.view(), Scaling::Standard, Some(&floors)).unwrap();
