@@ -14,7 +14,10 @@ use serde::Deserialize;
 
 use crate::core::detect::ParamError;
 use crate::core::window::WindowConfig;
-use crate::http::{Authorization, BasicAuth, HttpClientConfig, Secret, TlsConfig};
+use crate::http::{
+    Authorization, BasicAuth, ByteSize, HttpClientConfig, Secret, TlsConfig,
+    DEFAULT_BODY_SIZE_LIMIT,
+};
 
 mod lines;
 pub use crate::core::duration::{parse_duration, PromDuration};
@@ -40,6 +43,8 @@ macro_rules! with_http_client {
             pub tls_config: TlsConfig,
             #[serde(default = "default_timeout")]
             pub timeout: PromDuration,
+            /// The most of a reply that is read; the block's own default when unset.
+            pub body_size_limit: Option<ByteSize>,
         }
         impl $name {
             pub fn http_client(&self) -> HttpClientConfig {
@@ -50,6 +55,7 @@ macro_rules! with_http_client {
                     authorization: self.authorization.clone(),
                     tls_config: self.tls_config.clone(),
                     timeout: self.timeout,
+                    body_size_limit: self.body_size_limit.unwrap_or(Self::BODY_SIZE_LIMIT),
                     ..HttpClientConfig::default()
                 }
             }
@@ -104,6 +110,11 @@ with_http_client! {
     }
 }
 
+impl PrometheusSource {
+    /// Range-query answers: as large as a Prometheus with default limits sends.
+    pub const BODY_SIZE_LIMIT: ByteSize = DEFAULT_BODY_SIZE_LIMIT;
+}
+
 fn default_host_label() -> String {
     "instance".to_string()
 }
@@ -116,6 +127,11 @@ with_http_client! {
         #[serde(default = "default_step")]
         pub interval: PromDuration,
     }
+}
+
+impl ScrapeSource {
+    /// An exporter's page: a few megabytes on the largest hosts.
+    pub const BODY_SIZE_LIMIT: ByteSize = ByteSize::mib(64);
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -254,6 +270,11 @@ with_http_client! {
     }
 }
 
+impl RemoteWriteConfig {
+    /// Replies are a status and at most an error message.
+    pub const BODY_SIZE_LIMIT: ByteSize = ByteSize::mib(16);
+}
+
 with_http_client! {
     pub struct AlertmanagerConfig {
         /// Alertmanager base URLs (`http://am:9093`); every alert goes to each.
@@ -267,6 +288,11 @@ with_http_client! {
         #[serde(default = "default_queue")]
         pub queue_capacity: usize,
     }
+}
+
+impl AlertmanagerConfig {
+    /// Replies are a status and at most an error message.
+    pub const BODY_SIZE_LIMIT: ByteSize = ByteSize::mib(16);
 }
 
 fn default_resend() -> PromDuration {

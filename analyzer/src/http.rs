@@ -17,9 +17,13 @@ use serde::Deserialize;
 
 use crate::core::duration::PromDuration;
 
+#[cfg(test)]
+mod limit_tests;
 mod retry;
+mod size;
 mod tls;
 pub use retry::{retry, Backoff};
+pub use size::{parse_size, ByteSize};
 pub use tls::rustls_config;
 
 /// A secret string from the config file; never printed.
@@ -83,6 +87,10 @@ pub struct HttpClientConfig {
     pub timeout: PromDuration,
     #[serde(default = "default_connect_timeout")]
     pub connect_timeout: PromDuration,
+    /// The most of a reply body that is read (`0`: no limit); a longer reply is an error,
+    /// as Prometheus' `body_size_limit` makes it one for a scrape.
+    #[serde(default = "default_body_size_limit")]
+    pub body_size_limit: ByteSize,
 }
 
 fn default_timeout() -> PromDuration {
@@ -91,6 +99,14 @@ fn default_timeout() -> PromDuration {
 fn default_connect_timeout() -> PromDuration {
     PromDuration(Duration::from_secs(3))
 }
+fn default_body_size_limit() -> ByteSize {
+    DEFAULT_BODY_SIZE_LIMIT
+}
+
+/// The reply limit of a client whose configuration sets none: the largest answer a
+/// Prometheus with its default `--query.max-samples` (50 million) sends for one range query
+/// is about a gigabyte of JSON.
+pub const DEFAULT_BODY_SIZE_LIMIT: ByteSize = ByteSize(1 << 30);
 
 impl Default for HttpClientConfig {
     fn default() -> Self {
@@ -102,6 +118,7 @@ impl Default for HttpClientConfig {
             tls_config: TlsConfig::default(),
             timeout: default_timeout(),
             connect_timeout: default_connect_timeout(),
+            body_size_limit: DEFAULT_BODY_SIZE_LIMIT,
         }
     }
 }
@@ -180,6 +197,11 @@ pub enum HttpError {
     /// Connection refused, reset, timed out: worth retrying.
     #[error("request to {url}: {msg}")]
     Transport { url: String, msg: String },
+    /// The reply was longer than `body_size_limit`; reading stopped there.
+    #[error(
+        "{url} answered with more than the body_size_limit of {limit}; nothing of it was used"
+    )]
+    TooLarge { url: String, limit: ByteSize },
     /// The server answered with a non-success status.
     #[error("{url} answered {status}: {body}")]
     Status {
@@ -195,7 +217,9 @@ impl HttpError {
         match self {
             HttpError::Transport { .. } => true,
             HttpError::Status { status, .. } => *status == 429 || *status >= 500,
-            HttpError::Setup(_) | HttpError::SecretFile { .. } => false,
+            HttpError::Setup(_) | HttpError::SecretFile { .. } | HttpError::TooLarge { .. } => {
+                false
+            }
         }
     }
 
@@ -270,19 +294,37 @@ impl HttpClient {
     }
 
     /// Sends a request and returns status and body whatever the status (APIs that explain
-    /// their errors in the body); only transport failures are errors.
+    /// their errors in the body); only transport failures and a body over the limit are
+    /// errors. The body is read in pieces and never past `body_size_limit`: a faulty or
+    /// hostile server cannot make the analyzer allocate without bound.
     pub async fn fetch(
         &self,
         url: &str,
         rb: reqwest::RequestBuilder,
     ) -> Result<(u16, Vec<u8>), HttpError> {
-        let resp = rb.send().await.map_err(|e| HttpError::transport(url, e))?;
+        let mut resp = rb.send().await.map_err(|e| HttpError::transport(url, e))?;
         let status = resp.status().as_u16();
-        let body = resp
-            .bytes()
+        let limit = self.config.body_size_limit;
+        let too_large = || HttpError::TooLarge {
+            url: url.to_string(),
+            limit,
+        };
+        let max = limit.limit().unwrap_or(u64::MAX);
+        if resp.content_length().is_some_and(|n| n > max) {
+            return Err(too_large());
+        }
+        let mut body = Vec::with_capacity(resp.content_length().unwrap_or(0) as usize);
+        while let Some(piece) = resp
+            .chunk()
             .await
-            .map_err(|e| HttpError::transport(url, e))?;
-        Ok((status, body.to_vec()))
+            .map_err(|e| HttpError::transport(url, e))?
+        {
+            if (body.len() + piece.len()) as u64 > max {
+                return Err(too_large());
+            }
+            body.extend_from_slice(&piece);
+        }
+        Ok((status, body))
     }
 }
 

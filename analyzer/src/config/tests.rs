@@ -344,3 +344,27 @@ fn windows_and_baselines_too_large_to_hold_are_refused_by_key() {
     let ok = minimal() + "analysis:\n  baseline: 1d\n  stride: 5s\n  window: 5s\n";
     Config::parse(&ok, Path::new("cfg.yml")).expect("a day at 5 s is accepted");
 }
+
+#[test]
+fn body_size_limits_have_a_default_per_block_and_parse_prometheus_sizes() {
+    let c = Config::parse(
+        &(minimal()
+            + "outputs:\n  alertmanager:\n    urls: [http://127.0.0.1:9093]\n    body_size_limit: 0\n"),
+        Path::new("m.yml"),
+    )
+    .unwrap();
+    let p = c.source.prometheus.as_ref().unwrap().http_client();
+    assert_eq!(p.body_size_limit, crate::http::ByteSize(1 << 30));
+    let am = c.outputs.alertmanager.unwrap().http_client();
+    assert_eq!(am.body_size_limit.limit(), None);
+
+    let text = minimal().replace("    url:", "    body_size_limit: 2MB\n    url:");
+    let c = Config::parse(&text, Path::new("m.yml")).unwrap();
+    let p = c.source.prometheus.unwrap().http_client();
+    assert_eq!(p.body_size_limit.limit(), Some(2 << 20));
+
+    let text = minimal().replace("    url:", "    body_size_limit: lots\n    url:");
+    let e = refused(&text);
+    assert_eq!(e.line, Some(3), "{e}");
+    assert!(e.msg.contains("is not a size"), "{e}");
+}
