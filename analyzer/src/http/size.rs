@@ -30,7 +30,7 @@ impl fmt::Display for ByteSize {
             return f.write_str("0");
         }
         for (unit, shift) in UNITS {
-            if self.0 % (1u64 << shift) == 0 {
+            if self.0.is_multiple_of(1u64 << shift) {
                 let i = if unit.is_empty() { "" } else { "i" };
                 return write!(f, "{}{unit}{i}B", self.0 >> shift);
             }
