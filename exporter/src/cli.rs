@@ -24,6 +24,13 @@ pub struct Flags {
     /// Maximum number of scrapes served at once; further requests get 503.
     #[arg(long = "web.max-requests", default_value_t = 40)]
     pub max_requests: usize,
+    /// Web configuration file (TLS, client certificates, basic auth, security headers) in
+    /// Prometheus exporter-toolkit's format; read again when it or a certificate changes.
+    #[arg(long = "web.config.file")]
+    pub web_config_file: Option<PathBuf>,
+    /// Connections open at once; more wait until one closes.
+    #[arg(long = "web.max-connections", default_value_t = reveal_schema::serve::MAX_CONNECTIONS)]
+    pub max_connections: usize,
     /// procfs mount point.
     #[arg(long = "path.procfs", default_value = crate::paths::DEFAULT_PROCFS)]
     pub procfs: PathBuf,

@@ -27,3 +27,4 @@ pub mod runner;
 pub mod scrape;
 pub mod selection;
 pub mod server;
+pub mod web;

@@ -1,5 +1,5 @@
 use anyhow::Context;
-use reveal_exporter::{cli, metrics_doc, runner::Runner, server};
+use reveal_exporter::{cli, metrics_doc, runner::Runner, server, web};
 use std::sync::Arc;
 
 fn main() -> anyhow::Result<()> {
@@ -25,6 +25,12 @@ fn main() -> anyhow::Result<()> {
     }
     let addr =
         server::parse_listen_address(&cli.flags.listen_address).map_err(anyhow::Error::msg)?;
+    // A web configuration that cannot be used is a reason not to start, never to serve with
+    // less protection than it asks for.
+    let web = match &cli.flags.web_config_file {
+        Some(p) => Some(Arc::new(web::Web::load(p).map_err(anyhow::Error::msg)?)),
+        None => None,
+    };
     // One thread serves HTTP and renders scrapes inline (see `Server::handle`): a scrape
     // handed to another thread costs two cross-thread wake-ups, which on an idle VM were
     // about 15 % of a scrape's CPU at 100 ms scraping.
@@ -42,12 +48,33 @@ fn main() -> anyhow::Result<()> {
             runner,
             telemetry_path: cli.flags.telemetry_path.clone(),
             limit: Arc::new(tokio::sync::Semaphore::new(cli.flags.max_requests.max(1))),
+            web: web.clone(),
+            max_connections: cli.flags.max_connections,
         });
+        if let Some(w) = web {
+            tokio::spawn(reload_on_sighup(w));
+        }
         tokio::select! {
             r = srv.serve(listener) => r.context("serving HTTP"),
             _ = shutdown() => { tracing::info!("shutting down"); Ok(()) }
         }
     })
+}
+
+/// Reads the web configuration again on each SIGHUP (it is also read again whenever a file
+/// of it changes).
+async fn reload_on_sighup(web: Arc<web::Web>) {
+    let Ok(mut hup) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) else {
+        tracing::warn!(
+            "cannot listen for SIGHUP; the web configuration is still read again when it changes"
+        );
+        return;
+    };
+    while hup.recv().await.is_some() {
+        if web.reload().is_ok() {
+            tracing::info!("SIGHUP: web configuration read again");
+        }
+    }
 }
 
 async fn shutdown() {

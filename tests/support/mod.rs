@@ -23,6 +23,7 @@ pub mod netns;
 pub mod prometheus;
 pub mod recorder;
 pub mod stack;
+pub mod tls;
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
