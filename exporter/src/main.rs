@@ -31,9 +31,10 @@ fn main() -> anyhow::Result<()> {
         Some(p) => Some(Arc::new(web::Web::load(p).map_err(anyhow::Error::msg)?)),
         None => None,
     };
-    // One thread serves HTTP and renders scrapes inline (see `Server::handle`): a scrape
+    // One thread serves HTTP and renders a lone scrape inline (`Server::render`): a scrape
     // handed to another thread costs two cross-thread wake-ups, which on an idle VM were
-    // about 15 % of a scrape's CPU at 100 ms scraping.
+    // about 15 % of a scrape's CPU at 100 ms scraping. Blocking threads render when many
+    // scrapers are busy.
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -50,6 +51,8 @@ fn main() -> anyhow::Result<()> {
             limit: Arc::new(tokio::sync::Semaphore::new(cli.flags.max_requests.max(1))),
             web: web.clone(),
             max_connections: cli.flags.max_connections,
+            rendering: Default::default(),
+            last_render: Default::default(),
         });
         if let Some(w) = web {
             tokio::spawn(reload_on_sighup(w));

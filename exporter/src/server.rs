@@ -8,7 +8,9 @@ use hyper::body::{Bytes, Incoming};
 use hyper::{Method, Request, Response, StatusCode};
 use reveal_schema::serve::{Handshake, Io, Options};
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
@@ -20,6 +22,9 @@ pub struct Server {
     /// `--web.config.file`, if given.
     pub web: Option<Arc<Web>>,
     pub max_connections: usize,
+    /// Scrapes being rendered now, and when the last one ended ([`Server::render`]).
+    pub rendering: AtomicUsize,
+    pub last_render: Mutex<Option<LastRender>>,
 }
 
 /// Resolves `:PORT` (all interfaces, as node_exporter writes it) and `HOST:PORT`.
@@ -111,10 +116,23 @@ impl Server {
     }
 
     async fn handle(&self, req: Request<Incoming>) -> Response<Full<Bytes>> {
-        if req.method() != Method::GET && req.method() != Method::HEAD {
+        let accept = req
+            .headers()
+            .get(hyper::header::ACCEPT)
+            .and_then(|v| v.to_str().ok());
+        self.answer(req.method(), req.uri().path(), accept).await
+    }
+
+    /// The answer to one request, by method, path and `Accept` header.
+    async fn answer(
+        &self,
+        method: &Method,
+        path: &str,
+        accept: Option<&str>,
+    ) -> Response<Full<Bytes>> {
+        if method != Method::GET && method != Method::HEAD {
             return text(StatusCode::METHOD_NOT_ALLOWED, "only GET and HEAD\n");
         }
-        let path = req.uri().path();
         if path == self.telemetry_path {
             let Ok(_permit) = self.limit.clone().try_acquire_owned() else {
                 return text(
@@ -122,17 +140,8 @@ impl Server {
                     "too many concurrent scrapes\n",
                 );
             };
-            let accept = req
-                .headers()
-                .get(hyper::header::ACCEPT)
-                .and_then(|v| v.to_str().ok());
             let format = Format::from_accept(accept);
-            // Rendered inline, on the server's one thread: scrapes are serialized by the
-            // runner's lock anyway, and a scrape (about 1 ms) handed to a blocking thread and
-            // back cost two cross-thread wake-ups, about 15 % of its CPU on an idle VM
-            // (`benches/cpu_side_by_side.py`). Other requests wait for the render to end; on
-            // a runtime with more threads, the permit above still bounds concurrent scrapes.
-            let body = self.runner.render_as(format);
+            let body = self.render(format).await;
             return Response::builder()
                 .header("Content-Type", format.content_type())
                 .body(Full::new(Bytes::from(body)))
@@ -170,6 +179,62 @@ fn tls_handshake(web: Arc<Web>) -> Handshake {
     })
 }
 
+/// A scrape that follows the last one by less than this finds the exporter busy.
+const BUSY_GAP: Duration = Duration::from_millis(10);
+
+/// A render that took longer than this is slow (many GPUs, a slow sysfs): the next one is
+/// rendered off the serving thread.
+const SLOW_RENDER: Duration = Duration::from_millis(5);
+
+/// The last render: when it ended and how long it took.
+#[derive(Debug, Clone, Copy)]
+pub struct LastRender {
+    ended: Instant,
+    took: Duration,
+}
+
+/// Whether the next render goes to a blocking thread: when `in_progress` renders run, or
+/// the last one ended less than [`BUSY_GAP`] before `now` or took longer than [`SLOW_RENDER`].
+fn off_thread(in_progress: usize, last: Option<LastRender>, now: Instant) -> bool {
+    in_progress > 0
+        || last.is_some_and(|l| {
+            now.saturating_duration_since(l.ended) < BUSY_GAP || l.took > SLOW_RENDER
+        })
+}
+
+impl Server {
+    /// Renders a scrape. A lone, quick scrape (one Prometheus every 100 ms): inline, on the
+    /// server's one thread — a scrape (about 1 ms) handed to a blocking thread and back costs
+    /// two cross-thread wake-ups, about 15 % of its CPU on an idle VM
+    /// (`benches/cpu_side_by_side.py`). Otherwise — a render in progress, the last one ended
+    /// less than [`BUSY_GAP`] ago (many scrapers) or took longer than [`SLOW_RENDER`] — on a
+    /// blocking thread, so health checks and other connections are answered meanwhile
+    /// (`benches/serving_under_load.py`).
+    async fn render(&self, format: Format) -> String {
+        let last = *self.last_render.lock().expect("not poisoned");
+        let busy = off_thread(self.rendering.load(Ordering::Acquire), last, Instant::now());
+        self.rendering.fetch_add(1, Ordering::AcqRel);
+        let t0 = Instant::now();
+        let body = if busy {
+            let runner = self.runner.clone();
+            tokio::task::spawn_blocking(move || {
+                let t = Instant::now();
+                (runner.render_as(format), t.elapsed())
+            })
+            .await
+            .unwrap_or_else(|e| (format!("# render failed: {e}\n"), t0.elapsed()))
+        } else {
+            (self.runner.render_as(format), t0.elapsed())
+        };
+        self.rendering.fetch_sub(1, Ordering::AcqRel);
+        *self.last_render.lock().expect("not poisoned") = Some(LastRender {
+            ended: Instant::now(),
+            took: body.1,
+        });
+        body.0
+    }
+}
+
 fn text(code: StatusCode, body: &str) -> Response<Full<Bytes>> {
     Response::builder()
         .status(code)
@@ -192,6 +257,82 @@ fn landing(path: &str, collectors: &[&str]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn server(max_requests: usize) -> Server {
+        let settings = crate::collectors::Settings::default();
+        Server {
+            runner: Arc::new(Runner::new(&["stat"], &settings).unwrap()),
+            telemetry_path: "/metrics".into(),
+            limit: Arc::new(Semaphore::new(max_requests)),
+            web: None,
+            max_connections: 8,
+            rendering: Default::default(),
+            last_render: Default::default(),
+        }
+    }
+
+    #[tokio::test]
+    async fn scrapes_past_the_bound_get_503_at_once_and_the_rest_is_served() {
+        let s = server(1);
+        let ok = s.answer(&Method::GET, "/metrics", None).await;
+        assert_eq!(ok.status(), StatusCode::OK);
+        // The one scrape allowed is in progress: the next is refused, health still answers.
+        let held = s.limit.clone().try_acquire_owned().unwrap();
+        let busy = s.answer(&Method::GET, "/metrics", None).await;
+        assert_eq!(busy.status(), StatusCode::SERVICE_UNAVAILABLE);
+        let health = s.answer(&Method::GET, "/-/healthy", None).await;
+        assert_eq!(health.status(), StatusCode::OK);
+        drop(held);
+        assert_eq!(
+            s.answer(&Method::HEAD, "/metrics", None).await.status(),
+            StatusCode::OK
+        );
+        let post = s.answer(&Method::POST, "/metrics", None).await;
+        assert_eq!(post.status(), StatusCode::METHOD_NOT_ALLOWED);
+        let other = s.answer(&Method::GET, "/debug/pprof", None).await;
+        assert_eq!(other.status(), StatusCode::NOT_FOUND);
+    }
+
+    #[test]
+    fn a_lone_quick_scrape_is_rendered_inline_and_a_busy_or_slow_one_is_not() {
+        let now = Instant::now();
+        let last = |ago_ms: u64, took_ms: u64| {
+            Some(LastRender {
+                ended: now - Duration::from_millis(ago_ms),
+                took: Duration::from_millis(took_ms),
+            })
+        };
+        assert!(!off_thread(0, None, now), "the first scrape");
+        assert!(
+            !off_thread(0, last(100, 1), now),
+            "one Prometheus every 100 ms"
+        );
+        assert!(off_thread(1, last(100, 1), now), "a render in progress");
+        assert!(off_thread(0, last(2, 1), now), "many scrapers, 2 ms apart");
+        assert!(off_thread(0, last(100, 40), now), "a slow collector");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn both_ways_of_rendering_serve_the_same_page() {
+        let s = server(4);
+        let inline = s.answer(&Method::GET, "/metrics", None).await;
+        // Right after it: the exporter is busy, so this one is rendered on a blocking thread.
+        assert!(off_thread(
+            0,
+            *s.last_render.lock().unwrap(),
+            Instant::now()
+        ));
+        let blocking = s.answer(&Method::GET, "/metrics", None).await;
+        for r in [inline, blocking] {
+            assert_eq!(r.status(), StatusCode::OK);
+            let body = http_body_util::BodyExt::collect(r.into_body())
+                .await
+                .unwrap()
+                .to_bytes();
+            let text = String::from_utf8_lossy(&body);
+            assert!(text.contains("reveal_cpu_time_seconds_total"), "{text}");
+        }
+    }
 
     #[test]
     fn listen_addresses() {
