@@ -5,7 +5,7 @@
 //! are the ones the services listen on, and the quick start uses the same configuration files.
 
 use reveal_e2e::require_tool;
-use serde_yaml::Value;
+use yaml_serde::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -16,7 +16,7 @@ fn root() -> PathBuf {
 
 fn yaml(path: &str) -> Value {
     let text = std::fs::read_to_string(root().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"));
-    serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+    yaml_serde::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
 /// The compose file as `docker-compose config` resolves it (absolute paths, defaults filled);
@@ -39,7 +39,7 @@ fn resolved() -> Option<Value> {
         "docker-compose config rejects docker-compose.yml:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    Some(serde_yaml::from_slice(&out.stdout).expect("docker-compose config prints YAML"))
+    Some(yaml_serde::from_slice(&out.stdout).expect("docker-compose config prints YAML"))
 }
 
 fn strings(v: &Value) -> Vec<String> {
@@ -306,7 +306,7 @@ fn addresses_agree_across_the_stack() {
         .unwrap()
         .to_string();
     let prov_host = host_path(&g, &prov);
-    let ds: Value = serde_yaml::from_str(
+    let ds: Value = yaml_serde::from_str(
         &std::fs::read_to_string(prov_host.join("datasources/reveal.yml")).unwrap(),
     )
     .unwrap();
@@ -324,7 +324,7 @@ fn addresses_agree_across_the_stack() {
         );
     }
     // The dashboards provider reads the mounted grafana/dashboards, and UI edits are off.
-    let dp: Value = serde_yaml::from_str(
+    let dp: Value = yaml_serde::from_str(
         &std::fs::read_to_string(prov_host.join("dashboards/reveal.yml")).unwrap(),
     )
     .unwrap();

@@ -1,7 +1,7 @@
 //! The YAML configuration of `reveal-analyzer run` (every key and default is documented in
 //! `docs/analyzer-config.md`; `analyzer/examples/analyzer.yml` is a complete example).
 //!
-//! Loading refuses a bad file with its path, line and reason: serde_yaml's errors carry the
+//! Loading refuses a bad file with its path, line and reason: yaml_serde's errors carry the
 //! location of syntax and type errors and unknown keys (`deny_unknown_fields` everywhere),
 //! and the semantic checks below look up the line of the key they complain about with
 //! [`key_lines`], a small scanner over block-style YAML.
@@ -224,10 +224,10 @@ fn detectors_spec<'de, D: serde::Deserializer<'de>>(
     d: D,
 ) -> Result<Option<crate::core::detect::DetectorsConfig>, D::Error> {
     use serde::de::Error;
-    let v = serde_yaml::Value::deserialize(d)?;
+    let v = yaml_serde::Value::deserialize(d)?;
     match v {
-        serde_yaml::Value::Null => Ok(None),
-        serde_yaml::Value::String(name) => match name.as_str() {
+        yaml_serde::Value::Null => Ok(None),
+        yaml_serde::Value::String(name) => match name.as_str() {
             "default" => Ok(Some(crate::core::detect::DetectorsConfig::default())),
             "literal" => Ok(Some(crate::core::detect::DetectorsConfig::literal())),
             other => Err(D::Error::custom(format!(
@@ -324,10 +324,10 @@ impl Config {
 
     /// Parses and checks config text; `path` only names it in errors.
     pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
-        let config: Config = serde_yaml::from_str(text).map_err(|e| {
+        let config: Config = yaml_serde::from_str(text).map_err(|e| {
             let line = e.location().map(|l| l.line());
             let mut msg = e.to_string();
-            // serde_yaml appends " at line L column C"; the line is already in front.
+            // yaml_serde appends " at line L column C"; the line is already in front.
             if let Some(i) = msg.find(" at line ") {
                 msg.truncate(i);
             }

@@ -127,7 +127,7 @@ pub enum ConfigError {
         #[source]
         source: std::io::Error,
     },
-    /// serde_yaml's message carries the line and column.
+    /// yaml_serde's message carries the line and column.
     #[error("{path}: {msg}")]
     Invalid { path: PathBuf, msg: String },
 }
@@ -150,7 +150,7 @@ impl ExporterConfig {
         if text.trim().is_empty() {
             return Ok(ExporterConfig::default());
         }
-        let cfg: ExporterConfig = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
+        let cfg: ExporterConfig = yaml_serde::from_str(text).map_err(|e| e.to_string())?;
         let mut seen = std::collections::HashSet::new();
         for (i, ev) in cfg.perf.events.iter().enumerate() {
             let at = format!("perf.events[{i}] ({:?})", ev.name);

@@ -33,7 +33,7 @@ impl Selection {
         reveal_schema::selection::Selection::load(path).map(Selection::from)
     }
 
-    pub fn parse(text: &str) -> Result<Selection, serde_yaml::Error> {
+    pub fn parse(text: &str) -> Result<Selection, yaml_serde::Error> {
         reveal_schema::selection::Selection::parse(text).map(Selection::from)
     }
 

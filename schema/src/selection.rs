@@ -65,7 +65,7 @@ pub enum SelectionError {
         #[source]
         source: std::io::Error,
     },
-    /// `msg` is serde_yaml's, which ends with the line and column.
+    /// `msg` is yaml_serde's, which ends with the line and column.
     #[error("{path}: {msg}")]
     Invalid {
         path: PathBuf,
@@ -87,8 +87,8 @@ impl Selection {
         })
     }
 
-    pub fn parse(text: &str) -> Result<Selection, serde_yaml::Error> {
-        let file: SelectionFile = serde_yaml::from_str(text)?;
+    pub fn parse(text: &str) -> Result<Selection, yaml_serde::Error> {
+        let file: SelectionFile = yaml_serde::from_str(text)?;
         let mut sel = Selection::default();
         for entry in file.metrics {
             let existing = sel
@@ -142,7 +142,7 @@ struct Entry {
     matchers: Option<Vec<(&'static str, Regex)>>,
 }
 
-/// Checks a name while deserializing, so serde_yaml attaches the line of the bad entry.
+/// Checks a name while deserializing, so yaml_serde attaches the line of the bad entry.
 fn resolve<E: de::Error>(name: &str) -> Result<&'static Metric, E> {
     catalog::find(name).ok_or_else(|| {
         E::custom(format!(

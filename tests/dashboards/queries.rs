@@ -140,8 +140,8 @@ pub fn dashboard_queries() -> (Vec<Query>, Vec<Query>) {
     (promql, matchers)
 }
 
-pub fn yaml(path: &str) -> serde_yaml::Value {
-    serde_yaml::from_str(&std::fs::read_to_string(root().join(path)).unwrap()).unwrap()
+pub fn yaml(path: &str) -> yaml_serde::Value {
+    yaml_serde::from_str(&std::fs::read_to_string(root().join(path)).unwrap()).unwrap()
 }
 
 /// Every rule of rules/*.rules.yml: (recorded name or alert name, expression).

@@ -151,7 +151,7 @@ pub enum KindsError {
     #[error("{path}: {source}")]
     Yaml {
         path: String,
-        source: serde_yaml::Error,
+        source: yaml_serde::Error,
     },
     #[error("{path}: metrics.{index}: {msg}")]
     Entry {
@@ -209,7 +209,7 @@ impl MetricSet {
     /// Parses a metric-set YAML text.
     pub fn parse(yaml: &str, origin: &str) -> Result<MetricSet, KindsError> {
         let file: MetricSetFile =
-            serde_yaml::from_str(yaml).map_err(|source| KindsError::Yaml {
+            yaml_serde::from_str(yaml).map_err(|source| KindsError::Yaml {
                 path: origin.to_string(),
                 source,
             })?;

@@ -114,7 +114,7 @@ pub fn parse(text: &str, dir: &Path) -> Result<WebConfig, WebConfigError> {
     let mut c: WebConfig = if text.trim().is_empty() {
         WebConfig::default()
     } else {
-        serde_yaml::from_str(text).map_err(|e| {
+        yaml_serde::from_str(text).map_err(|e| {
             let at = e
                 .location()
                 .map(|l| format!("line {}", l.line()))

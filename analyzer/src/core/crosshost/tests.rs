@@ -173,8 +173,8 @@ fn group_builder_lines_hosts_up_by_channel_feature() {
 
 #[test]
 fn params_load_from_yaml_with_defaults() {
-    let p: CrossHostParams = serde_yaml::from_str("k: 8\nn: 10\n").unwrap();
+    let p: CrossHostParams = yaml_serde::from_str("k: 8\nn: 10\n").unwrap();
     assert_eq!((p.k, p.n, p.threshold), (8, 10, 3.5));
     assert!(p.check().is_ok());
-    assert!(serde_yaml::from_str::<CrossHostParams>("treshold: 3").is_err());
+    assert!(yaml_serde::from_str::<CrossHostParams>("treshold: 3").is_err());
 }

@@ -175,12 +175,12 @@ mod tests {
     #[test]
     fn yaml_round_trip_and_unknown_fields() {
         let c = DetectorsConfig::literal();
-        let text = serde_yaml::to_string(&c).unwrap();
-        let back: DetectorsConfig = serde_yaml::from_str(&text).unwrap();
+        let text = yaml_serde::to_string(&c).unwrap();
+        let back: DetectorsConfig = yaml_serde::from_str(&text).unwrap();
         assert_eq!(back, c);
-        let partial: DetectorsConfig = serde_yaml::from_str("zscore:\n  aggregate: max\n").unwrap();
+        let partial: DetectorsConfig = yaml_serde::from_str("zscore:\n  aggregate: max\n").unwrap();
         assert_eq!(partial.pca, PcaParams::default());
-        assert!(serde_yaml::from_str::<DetectorsConfig>("zscore:\n  agregate: max\n").is_err());
+        assert!(yaml_serde::from_str::<DetectorsConfig>("zscore:\n  agregate: max\n").is_err());
     }
 
     #[test]
@@ -188,7 +188,7 @@ mod tests {
         let (default, literal) = (DetectorsConfig::default(), DetectorsConfig::literal());
         assert!(!default.scores(Feature::Variance) && default.scores(Feature::StandardDeviation));
         assert!(literal.scores(Feature::Variance) && literal.scores(Feature::StandardDeviation));
-        let on: DetectorsConfig = serde_yaml::from_str("variance: true\n").unwrap();
+        let on: DetectorsConfig = yaml_serde::from_str("variance: true\n").unwrap();
         assert!(on.scores(Feature::Variance));
     }
 

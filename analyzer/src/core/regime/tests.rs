@@ -144,9 +144,9 @@ fn bad_params_are_refused() {
 
 #[test]
 fn params_load_from_yaml_with_defaults() {
-    let p: RegimeParams = serde_yaml::from_str("min_regime: 10\n").unwrap();
+    let p: RegimeParams = yaml_serde::from_str("min_regime: 10\n").unwrap();
     assert_eq!((p.min_regime, p.min_reference), (10, 30));
-    assert!(serde_yaml::from_str::<RegimeParams>("min_regim: 10").is_err());
+    assert!(yaml_serde::from_str::<RegimeParams>("min_regim: 10").is_err());
 }
 
 #[test]
