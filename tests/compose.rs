@@ -389,3 +389,30 @@ fn systemd_units_pass_systemd_analyze_verify() {
         "systemd-analyze verify:\n{text}"
     );
 }
+
+/// The units' exposure as `systemd-analyze security` scores it (0 best, 10 worst), offline:
+/// 2.2 for the exporter (it needs CAP_PERFMON, CAP_SYS_RAWIO, the network and /dev/cpu) and
+/// 1.3 for the analyzer, both "OK"; a change that loosens either past these bars fails here.
+#[test]
+fn systemd_units_keep_their_security_exposure() {
+    let Some(sa) = require_tool("systemd-analyze", "systemd") else {
+        return;
+    };
+    for (name, bar) in [
+        ("reveal-exporter.service", "25"),
+        ("reveal-analyzer.service", "15"),
+    ] {
+        let out = Command::new(&sa)
+            .args(["security", "--offline=true", "--no-pager"])
+            .arg(format!("--threshold={bar}"))
+            .arg(root().join("deploy/systemd").join(name))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let overall = text
+            .lines()
+            .find(|l| l.contains("Overall exposure level"))
+            .unwrap_or("no overall line");
+        assert!(out.status.success(), "{name}: above {bar}/100: {overall}");
+    }
+}
