@@ -5,10 +5,10 @@
 //! are the ones the services listen on, and the quick start uses the same configuration files.
 
 use reveal_e2e::require_tool;
-use yaml_serde::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use yaml_serde::Value;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

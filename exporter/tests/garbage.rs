@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{exposition_samples, fixture, HOST_ONLY};
+use common::{copy_tree, exposition_samples, fixture, HOST_ONLY};
 use reveal_exporter::collectors::{Settings, COLLECTORS};
 use reveal_exporter::paths::Paths;
 use reveal_exporter::runner::{Format, Runner};
@@ -23,20 +23,6 @@ impl Rng {
     }
     fn below(&mut self, n: usize) -> usize {
         (self.next() % n.max(1) as u64) as usize
-    }
-}
-
-fn copy_tree(from: &Path, to: &Path, files: &mut Vec<PathBuf>) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dest = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_tree(&e.path(), &dest, files);
-        } else if e.file_name() != "README.md" {
-            std::fs::copy(e.path(), &dest).unwrap();
-            files.push(dest);
-        }
     }
 }
 

@@ -5,7 +5,7 @@
 use reveal_exporter::collectors::{Settings, COLLECTORS};
 use reveal_exporter::paths::Paths;
 use reveal_exporter::runner::{Format, Runner};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Sample names whose values change from run to run, left out of golden comparisons.
 /// Their HELP and TYPE lines stay, so the families are still checked.
@@ -183,4 +183,19 @@ pub fn http_get(
         .and_then(|c| c.parse().ok())
         .unwrap_or(0);
     Ok((status, head.to_string(), body.to_string()))
+}
+
+/// Copies a fixture tree (every file but READMEs) to `to`, listing the files copied.
+pub fn copy_tree(from: &Path, to: &Path, files: &mut Vec<PathBuf>) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dest = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &dest, files);
+        } else if e.file_name() != "README.md" {
+            std::fs::copy(e.path(), &dest).unwrap();
+            files.push(dest);
+        }
+    }
 }
