@@ -18,6 +18,7 @@
 
 pub mod alertmanager;
 pub mod analyzer;
+pub mod fuzz;
 pub mod http;
 pub mod netns;
 pub mod prometheus;
