@@ -198,6 +198,12 @@ impl<'de> Visitor<'de> for EntryVisitor {
                             metric.name, metric.labels
                         )));
                     };
+                    if pattern.len() > MAX_PATTERN_LEN {
+                        return Err(de::Error::custom(format!(
+                            "label {label:?}: a pattern of {} bytes; at most {MAX_PATTERN_LEN}",
+                            pattern.len()
+                        )));
+                    }
                     let re = Regex::new(&format!("^(?:{pattern})$"))
                         .map_err(|e| de::Error::custom(format!("label {label:?}: {e}")))?;
                     m.push((l, re));
@@ -209,9 +215,24 @@ impl<'de> Visitor<'de> for EntryVisitor {
     }
 }
 
+/// Longest regular expression a selection (or an analyzer metric-set entry) may give: far
+/// above any list of label values, far below what makes compiling it slow (a megabyte of
+/// `|||…` took the regex compiler 40 s before it reached its size limit).
+pub const MAX_PATTERN_LEN: usize = 4096;
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_overlong_pattern_is_refused_before_it_is_compiled() {
+        let long = "a|".repeat(MAX_PATTERN_LEN);
+        let text = format!(
+            "metrics:\n  - name: reveal_cpu_time_seconds_total\n    match: {{mode: \"{long}\"}}\n"
+        );
+        let e = Selection::parse(&text).unwrap_err().to_string();
+        assert!(e.contains("at most 4096"), "{e}");
+    }
 
     fn refusal(text: &str) -> (Option<usize>, String) {
         match Selection::parse(text) {

@@ -167,6 +167,9 @@ pub fn fuzz(name: &str, seeds: &[Vec<u8>], target: impl Fn(&[u8])) -> Report {
         let took = start.elapsed();
         if took > slowest.get().0 {
             slowest.set((took, input.len()));
+            if let Some(dir) = std::env::var_os("REVEAL_FUZZ_SLOWEST") {
+                let _ = std::fs::write(std::path::Path::new(&dir).join(name), &input);
+            }
         }
         longest.set(longest.get().max(input.len()));
         outcome.map_err(|_| TestCaseError::fail(format!("{name} panicked")))

@@ -186,6 +186,13 @@ impl MetricSet {
                 index,
                 msg,
             };
+            let max = reveal_schema::selection::MAX_PATTERN_LEN;
+            if spec.expr.len() > max {
+                return Err(err(format!(
+                    "expr is {} bytes long; at most {max}",
+                    spec.expr.len()
+                )));
+            }
             let re = Regex::new(&format!("^(?:{})$", spec.expr))
                 .map_err(|e| err(format!("expr is not a metric-name regex: {e}")))?;
             let sub = Subsystem::parse(&spec.subsystem)
@@ -393,6 +400,19 @@ pub fn default_kind(metric: &str, metric_type: MetricType) -> Kind {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_overlong_expression_is_refused_before_it_is_compiled() {
+        let spec = MetricSpec {
+            expr: "a|".repeat(reveal_schema::selection::MAX_PATTERN_LEN),
+            name: None,
+            subsystem: "cpu".into(),
+            kind: None,
+            resolution: None,
+        };
+        let e = MetricSet::new(&[spec], "set.yml").unwrap_err().to_string();
+        assert!(e.contains("at most 4096"), "{e}");
+    }
 
     #[test]
     fn channel_names_skip_functions_keywords_and_labels() {
