@@ -26,39 +26,21 @@ only.
 import http.client
 import multiprocessing
 import os
-import re
 import socket
-import subprocess
 import sys
 import threading
 import time
 
-ACCEPT = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cpu_side_by_side import ACCEPT, cpu_ns, start as start_exporter  # noqa: E402  (same folder)
+
 
 
 def start(binary):
-    p = subprocess.Popen(
-        [binary, "--web.listen-address", "127.0.0.1:0", "--log.level", "info"],
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        line = p.stderr.readline()
-        m = re.search(r"listening on 127\.0\.0\.1:(\d+)", line)
-        if m:
-            threading.Thread(target=p.stderr.read, daemon=True).start()
-            return p, int(m.group(1))
-    p.kill()
-    sys.exit("%s did not start" % binary)
-
-
-def cpu_ns(pid):
-    total = 0
-    for t in os.listdir("/proc/%d/task" % pid):
-        with open("/proc/%d/task/%s/schedstat" % (pid, t)) as f:
-            total += int(f.read().split()[0])
-    return total
+    """Starts `binary` (as cpu_side_by_side does) and returns it with its port."""
+    p, conn = start_exporter(binary)
+    threading.Thread(target=p.stderr.read, daemon=True).start()  # keep its log pipe drained
+    return p, conn.port
 
 
 def probe(port, path, every, until, out, refused, failed):

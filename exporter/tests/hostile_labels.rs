@@ -5,12 +5,8 @@
 
 mod common;
 
-use common::{copy_tree, fixture, HOST_ONLY};
-use reveal_exporter::collectors::{Settings, COLLECTORS};
-use reveal_exporter::paths::Paths;
-use reveal_exporter::runner::{Format, Runner};
-use std::io::Write;
-use std::process::{Command, Stdio};
+use common::{copy_tree, fixture, promtool_check, require_tool, runner_on};
+use reveal_exporter::runner::Format;
 
 /// An interface name and an IRQ device name with every character that needs escaping (a
 /// Linux interface name may hold any byte but `/`, `:`, NUL and white space).
@@ -38,16 +34,7 @@ fn hostile_tree() -> std::path::PathBuf {
 }
 
 fn render(root: &std::path::Path, format: Format) -> String {
-    let names: Vec<&str> = COLLECTORS
-        .iter()
-        .map(|e| e.name)
-        .filter(|n| !HOST_ONLY.contains(n))
-        .collect();
-    let settings = Settings {
-        paths: Paths::new(root.join("proc"), root.join("sys")),
-        ..Default::default()
-    };
-    Runner::new(&names, &settings).unwrap().render_as(format)
+    runner_on(root).render_as(format)
 }
 
 /// The value as the exposition formats escape it: `\` → `\\`, `"` → `\"`.
@@ -72,42 +59,8 @@ fn hostile_label_values_are_escaped_in_both_formats() {
         );
         assert!(!page.contains(NIC), "{name}: an unescaped value");
     }
-    let Some(promtool) = reveal_e2e_promtool() else {
+    let Some(promtool) = require_tool("promtool", "prometheus") else {
         return;
     };
-    let mut child = Command::new(promtool)
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "promtool check metrics: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// Prometheus' `promtool`; under CI it must be there (`.ci/run` installs prometheus),
-/// elsewhere its absence skips the check loudly.
-fn reveal_e2e_promtool() -> Option<&'static str> {
-    let found = std::path::Path::new("/usr/bin/promtool").is_file();
-    if !found {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "promtool missing under CI (Debian package prometheus)"
-        );
-        eprintln!("\n!!!!! SKIPPED: promtool not found (Debian package prometheus) !!!!!\n");
-        return None;
-    }
-    Some("/usr/bin/promtool")
+    promtool_check(&promtool, "the hostile tree", &text);
 }

@@ -3,43 +3,12 @@
 
 mod common;
 
-use common::{fixture, http_get, require_tool};
-use std::io::Write;
+use common::{fixture, http_get, promtool_check, require_tool};
 use std::net::{SocketAddr, TcpListener};
-use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_reveal-exporter");
-
-/// Pipes `text` into `promtool check metrics`; asserts exit 0 and no output at all (promtool
-/// prints lint findings such as a counter without `_total`, or a missing HELP).
-fn promtool_check(promtool: &Path, what: &str, text: &str) {
-    let mut child = Command::new(promtool)
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("running promtool");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        out.status.success() && said.trim().is_empty(),
-        "promtool check metrics on {what}: {} \n{said}",
-        out.status
-    );
-}
 
 #[test]
 fn once_on_this_host_passes_promtool() {

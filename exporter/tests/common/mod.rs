@@ -5,7 +5,9 @@
 use reveal_exporter::collectors::{Settings, COLLECTORS};
 use reveal_exporter::paths::Paths;
 use reveal_exporter::runner::{Format, Runner};
+use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 
 /// Sample names whose values change from run to run, left out of golden comparisons.
 /// Their HELP and TYPE lines stay, so the families are still checked.
@@ -41,6 +43,12 @@ pub fn render_tree(tree: &str) -> String {
 pub fn render_tree_n(tree: &str, n: usize) -> Vec<String> {
     let root = fixture(tree);
     assert!(root.is_dir(), "no fixture tree {}", root.display());
+    let runner = runner_on(&root);
+    (0..n).map(|_| runner.render_as(Format::Text)).collect()
+}
+
+/// A runner of every collector except [`HOST_ONLY`] on the tree at `root` (`proc/`, `sys/`).
+pub fn runner_on(root: &Path) -> Runner {
     let names: Vec<&str> = COLLECTORS
         .iter()
         .map(|e| e.name)
@@ -50,8 +58,7 @@ pub fn render_tree_n(tree: &str, n: usize) -> Vec<String> {
         paths: Paths::new(root.join("proc"), root.join("sys")),
         ..Default::default()
     };
-    let runner = Runner::new(&names, &settings).expect("every table name is known");
-    (0..n).map(|_| runner.render_as(Format::Text)).collect()
+    Runner::new(&names, &settings).expect("every table name is known")
 }
 
 /// Drops the sample lines of [`NONDETERMINISTIC`] families.
@@ -198,4 +205,33 @@ pub fn copy_tree(from: &Path, to: &Path, files: &mut Vec<PathBuf>) {
             files.push(dest);
         }
     }
+}
+
+/// Pipes `text` into `promtool check metrics`; asserts exit 0 and no output at all (promtool
+/// prints lint findings such as a counter without `_total`, or a missing HELP).
+pub fn promtool_check(promtool: &Path, what: &str, text: &str) {
+    let mut child = Command::new(promtool)
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("running promtool");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() && said.trim().is_empty(),
+        "promtool check metrics on {what}: {} \n{said}",
+        out.status
+    );
 }
