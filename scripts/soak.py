@@ -11,7 +11,9 @@ S extra clients scrape the first exporter every 100 ms, each on its own connecti
 the end prints a table per process: RSS at start and end and its largest, CPU as a share of
 one core, and errors: scrapes that failed or were refused (the S clients), the analyzer's
 query failures, failed deliveries and checkpoints (its /metrics), and ERROR lines in each log.
-The analyzer's 5-minute warm-up is part of the run, so M should be at least 10.
+The analyzer's warm-up is part of the run, and its memory grows until its trailing
+baseline is full (30 minutes by default): for a run that reaches the steady state in
+minutes, shorten both (`--baseline 3m --warmup 1m`).
 
 Defaults: 10 minutes, 20 hosts, 10 scrapers, target/release binaries. Needs Prometheus.
 It asserts nothing (a measurement, like the benchmarks); docs/benchmarks.md has its figures.
@@ -107,6 +109,9 @@ def main():
     ap.add_argument("--minutes", type=float, default=10)
     ap.add_argument("--hosts", type=int, default=20)
     ap.add_argument("--scrapers", type=int, default=10)
+    ap.add_argument("--baseline", help="analysis.baseline (default: the deploy default, 30m); "
+                    "the analyzer's memory grows until its baseline is full")
+    ap.add_argument("--warmup", help="analysis.warmup (default: the deploy default, 5m)")
     ap.add_argument("--exporter", default=os.path.join(ROOT, "target/release/reveal-exporter"))
     ap.add_argument("--analyzer", default=os.path.join(ROOT, "target/release/reveal-analyzer"))
     a = ap.parse_args()
@@ -145,6 +150,10 @@ def main():
         cfg = cfg.replace("127.0.0.1:19191", "127.0.0.1:%d" % an_port)
         cfg = cfg.replace("127.0.0.1:19090", "127.0.0.1:%d" % prom_port)
         cfg = re.sub(r"  alertmanager:\n    urls: \[[^\]]*\]\n", "", cfg)
+        analysis = "".join("  %s: %s\n" % (k, v) for k, v in
+                           (("baseline", a.baseline), ("warmup", a.warmup)) if v)
+        if analysis:
+            cfg += "\nanalysis:\n" + analysis
         with open(os.path.join(tmp, "analyzer.yml"), "w") as f:
             f.write(cfg)
         an = start("analyzer", [a.analyzer, "run", "--config.file=analyzer.yml"])
@@ -187,7 +196,10 @@ def main():
         lag = self_metric(an_port, "reveal_analyzer_lag_seconds")
         exited = [n for n, p in procs.items() if p.poll() is not None]
 
-        print("\n%.1f minutes, %d hosts, %d extra scrapers on exporter-0\n" % (took / 60, a.hosts, a.scrapers))
+        print("\n%.1f minutes, %d hosts, %d extra scrapers on exporter-0, analyzer baseline %s, warm-up %s\n" % (
+            took / 60, a.hosts, a.scrapers, a.baseline or "30m", a.warmup or "5m"))
+        print("analyzer RSS every minute (MB): %s\n" % " ".join(
+            "%.0f" % (v / 1024) for v in samples["analyzer"][::6]))
         print("| process | RSS start MB | RSS end MB | RSS max MB | CPU (share of one core) | ERROR log lines |")
         print("| --- | ---: | ---: | ---: | ---: | ---: |")
         for k in watched:

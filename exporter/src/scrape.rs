@@ -151,10 +151,18 @@ impl Scrape {
         Scrape::default()
     }
 
-    /// Forgets all samples, keeping allocations for the next scrape.
+    /// Forgets all samples, keeping allocations for the next scrape: as many spare samples
+    /// per family as the last scrape produced. Samples pushed with owned labels ([`push`],
+    /// [`push1`]) never take a spare, so without the bound the pool grew by them on every
+    /// scrape (a few kilobytes a scrape: 240 MB in ten minutes under ten scrapers).
+    ///
+    /// [`push`]: Scrape::push
+    /// [`push1`]: Scrape::push1
     pub fn clear(&mut self) {
         for f in &mut self.families {
+            let used = f.samples.len();
             f.spare.append(&mut f.samples);
+            f.spare.truncate(used);
         }
     }
 
@@ -237,6 +245,25 @@ impl Scrape {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_spare_pool_does_not_grow_from_scrape_to_scrape() {
+        use super::*;
+        static PLAIN: Desc = Desc::gauge("reveal_test_plain", Unit::None, &[], "test");
+        static LABELLED: Desc = Desc::gauge("reveal_test_labelled", Unit::None, &["cpu"], "test");
+        let mut s = Scrape::new();
+        let mut pooled = Vec::new();
+        for _ in 0..50 {
+            s.clear();
+            for i in 0..20 {
+                s.push1(&PLAIN, i as f64);
+                s.push_values(&LABELLED, &["0"], i as f64);
+            }
+            pooled.push(s.families.iter().map(|f| f.spare.len()).sum::<usize>());
+        }
+        assert!(pooled.iter().all(|&n| n <= 40), "{pooled:?}");
+        assert_eq!(s.sample_count(), 40);
+    }
+
     use super::*;
 
     static D: Desc = Desc::counter("reveal_cpu_time", Unit::Seconds, &["cpu"], "help");
