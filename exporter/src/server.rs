@@ -83,6 +83,7 @@ impl Server {
                 Some(v) => v,
                 // bcrypt takes tens of milliseconds: off the serving thread.
                 None => {
+                    let _slot = web.bcrypt_slots.acquire().await;
                     let (w, l) = (web.clone(), loaded.clone());
                     tokio::task::spawn_blocking(move || {
                         w.verifier

@@ -19,6 +19,9 @@ use rustls::ServerConfig;
 
 use config::{WebConfig, WebConfigError};
 
+/// bcrypt checks at once: one per core of a small node.
+const BCRYPT_AT_ONCE: usize = 2;
+
 /// One reading of the configuration.
 pub struct Loaded {
     pub config: WebConfig,
@@ -46,6 +49,9 @@ pub struct Web {
     state: Mutex<(Stamp, Result<Arc<Loaded>, WebConfigError>)>,
     last_error: Mutex<Option<WebConfigError>>,
     pub verifier: auth::Verifier,
+    /// bcrypt checks running at once (each takes tens of milliseconds of CPU): a flood of
+    /// wrong passwords queues here instead of occupying a thread per connection.
+    pub bcrypt_slots: tokio::sync::Semaphore,
     /// Whether TLS was on at start: it stays on (a file that drops it is refused).
     pub tls_at_start: bool,
 }
@@ -91,6 +97,7 @@ impl Web {
             state: Mutex::new((s, Ok(Arc::new(loaded)))),
             last_error: Mutex::new(None),
             verifier: auth::Verifier::default(),
+            bcrypt_slots: tokio::sync::Semaphore::new(BCRYPT_AT_ONCE),
             tls_at_start,
         })
     }
