@@ -324,6 +324,13 @@ impl Config {
 
     /// Parses and checks config text; `path` only names it in errors.
     pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        if let Some(line) = reveal_schema::nesting::too_deep(text) {
+            return Err(ConfigError {
+                file: path.to_path_buf(),
+                line: Some(line),
+                msg: reveal_schema::nesting::message(line),
+            });
+        }
         let config: Config = yaml_serde::from_str(text).map_err(|e| {
             let line = e.location().map(|l| l.line());
             let mut msg = e.to_string();

@@ -150,6 +150,9 @@ impl ExporterConfig {
         if text.trim().is_empty() {
             return Ok(ExporterConfig::default());
         }
+        if let Some(line) = reveal_schema::nesting::too_deep(text) {
+            return Err(reveal_schema::nesting::message(line));
+        }
         let cfg: ExporterConfig = yaml_serde::from_str(text).map_err(|e| e.to_string())?;
         let mut seen = std::collections::HashSet::new();
         for (i, ev) in cfg.perf.events.iter().enumerate() {

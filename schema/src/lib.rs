@@ -10,6 +10,7 @@
 #![deny(clippy::all)]
 
 pub mod catalog;
+pub mod nesting;
 pub mod selection;
 #[cfg(feature = "serve")]
 pub mod serve;

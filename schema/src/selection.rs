@@ -88,6 +88,9 @@ impl Selection {
     }
 
     pub fn parse(text: &str) -> Result<Selection, yaml_serde::Error> {
+        if let Some(line) = crate::nesting::too_deep(text) {
+            return Err(serde::de::Error::custom(crate::nesting::message(line)));
+        }
         let file: SelectionFile = yaml_serde::from_str(text)?;
         let mut sel = Selection::default();
         for entry in file.metrics {

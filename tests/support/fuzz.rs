@@ -162,6 +162,9 @@ pub fn fuzz(name: &str, seeds: &[Vec<u8>], target: impl Fn(&[u8])) -> Report {
     let strategy = (0..seeds.len(), prop::collection::vec(mutation(), 0..6));
     let result = runner.run(&strategy, |(i, muts)| {
         let input = apply(&seeds[i], &muts, seeds);
+        if let Some(dir) = std::env::var_os("REVEAL_FUZZ_CURRENT") {
+            let _ = std::fs::write(std::path::Path::new(&dir).join(name), &input);
+        }
         let start = Instant::now();
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| target(&input)));
         let took = start.elapsed();

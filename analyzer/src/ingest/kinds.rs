@@ -215,6 +215,12 @@ impl MetricSet {
 
     /// Parses a metric-set YAML text.
     pub fn parse(yaml: &str, origin: &str) -> Result<MetricSet, KindsError> {
+        if let Some(line) = reveal_schema::nesting::too_deep(yaml) {
+            return Err(KindsError::Yaml {
+                path: origin.to_string(),
+                source: serde::de::Error::custom(reveal_schema::nesting::message(line)),
+            });
+        }
         let file: MetricSetFile =
             yaml_serde::from_str(yaml).map_err(|source| KindsError::Yaml {
                 path: origin.to_string(),

@@ -113,6 +113,11 @@ fn bad(key: impl Into<String>, msg: impl Into<String>) -> WebConfigError {
 pub fn parse(text: &str, dir: &Path) -> Result<WebConfig, WebConfigError> {
     let mut c: WebConfig = if text.trim().is_empty() {
         WebConfig::default()
+    } else if let Some(line) = reveal_schema::nesting::too_deep(text) {
+        return Err(bad(
+            format!("line {line}"),
+            reveal_schema::nesting::message(line),
+        ));
     } else {
         yaml_serde::from_str(text).map_err(|e| {
             let at = e
