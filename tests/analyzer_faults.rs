@@ -9,7 +9,9 @@
 //! - Prometheus stopped mid-run and restarted: the analyzer stays healthy, counts the
 //!   failures and catches up;
 //! - the episode resolves once the anomaly stops;
-//! - a source answering junk and 5xx: the analyzer stays up, healthy, not ready.
+//! - a source answering junk and 5xx: the analyzer stays up, healthy, not ready;
+//! - Prometheus not yet up when the analyzer starts: it waits, healthy and not ready,
+//!   counting failed queries, and learns and analyzes once Prometheus answers.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -42,15 +44,19 @@ struct Prom {
 
 impl Prom {
     fn start() -> Prom {
+        let mut p = Prom::reserved();
+        p.up();
+        p
+    }
+    /// Its port and data directory, not started yet.
+    fn reserved() -> Prom {
         let dir = TempDir::new("reveal-faults-prom");
         dir.write("prometheus.yml", "global:\n  scrape_interval: 1m\n");
-        let mut p = Prom {
+        Prom {
             proc: None,
             addr: loopback(free_port()),
             dir,
-        };
-        p.up();
-        p
+        }
     }
     fn up(&mut self) {
         let mut proc = Proc::spawn(
@@ -396,4 +402,131 @@ fn junk_and_5xx_from_the_source_never_take_the_analyzer_down() {
         an.metric("reveal_analyzer_windows_analyzed_total"),
         Some(0.0)
     );
+}
+
+#[test]
+fn prometheus_down_at_start_is_waited_for() {
+    if prometheus::available().is_none() {
+        return;
+    }
+    let mut prom = Prom::reserved();
+    let hook = Recorder::start();
+    let stop = Arc::new(AtomicBool::new(false));
+    // The feeder retries until Prometheus takes its history.
+    let feeder = feed(
+        format!("{}/api/v1/write", prom.url()),
+        Arc::new(AtomicBool::new(false)),
+        stop.clone(),
+    );
+    let an = Analyzer::start(&config(&prom.url(), &hook.url()));
+    wait(
+        "failed queries counted",
+        Duration::from_secs(30),
+        || {
+            an.metric("reveal_analyzer_query_failures_total")
+                .unwrap_or(0.0)
+                >= 3.0
+        },
+        || an.logs(),
+    );
+    assert_eq!(an.status("/-/healthy"), 200);
+    assert_eq!(an.status("/-/ready"), 503);
+    assert_eq!(
+        an.metric("reveal_analyzer_windows_analyzed_total"),
+        Some(0.0)
+    );
+
+    prom.up();
+    wait(
+        "ready once Prometheus answers",
+        Duration::from_secs(90),
+        || an.status("/-/ready") == 200,
+        || an.logs(),
+    );
+    let failures = an.metric("reveal_analyzer_query_failures_total");
+    let analyzed = an
+        .metric("reveal_analyzer_windows_analyzed_total")
+        .unwrap_or(0.0);
+    std::thread::sleep(Duration::from_secs(5));
+    assert_eq!(
+        an.metric("reveal_analyzer_query_failures_total"),
+        failures,
+        "{}",
+        an.logs()
+    );
+    assert!(
+        an.metric("reveal_analyzer_windows_analyzed_total")
+            .unwrap_or(0.0)
+            >= analyzed + 3.0,
+        "{}",
+        an.logs()
+    );
+    stop.store(true, Ordering::Relaxed);
+    feeder.join().unwrap();
+}
+
+#[test]
+fn a_prometheus_slower_than_the_stride_is_followed_without_falling_behind() {
+    if prometheus::available().is_none() {
+        return;
+    }
+    let prom = Prom::start();
+    let stop = Arc::new(AtomicBool::new(false));
+    let feeder = feed(
+        format!("{}/api/v1/write", prom.url()),
+        Arc::new(AtomicBool::new(false)),
+        stop.clone(),
+    );
+    // A proxy that answers each query 300 ms late, one at a time: the four queries of a
+    // pass take 1.2 s, longer than the 1 s stride.
+    let slow = Recorder::start();
+    let upstream = prom.addr;
+    slow.respond(move |r| {
+        std::thread::sleep(Duration::from_millis(300));
+        let headers: Vec<(&str, &str)> = r
+            .headers
+            .iter()
+            .filter(|(k, _)| !matches!(k.as_str(), "host" | "content-length" | "connection"))
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        match reveal_e2e::http::request(upstream, &r.method, &r.path, &headers, &r.body) {
+            Ok(resp) => (resp.status, resp.body),
+            Err(e) => (502, e.to_string().into_bytes()),
+        }
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    let an = Analyzer::start(&config(&slow.url(), &slow.url()));
+    wait(
+        "ready behind the slow proxy",
+        Duration::from_secs(120),
+        || an.status("/-/ready") == 200,
+        || an.logs(),
+    );
+    // Passes cover every window since the last one: the analyzer keeps up, a few seconds
+    // behind at most, and no query fails or is skipped.
+    let analyzed = an
+        .metric("reveal_analyzer_windows_analyzed_total")
+        .unwrap_or(0.0);
+    std::thread::sleep(Duration::from_secs(15));
+    let now = an
+        .metric("reveal_analyzer_windows_analyzed_total")
+        .unwrap_or(0.0);
+    assert!(
+        now - analyzed >= 12.0,
+        "{analyzed} -> {now} windows in 15 s\n{}",
+        an.logs()
+    );
+    let lag = an
+        .metric("reveal_analyzer_lag_seconds")
+        .unwrap_or(f64::INFINITY);
+    assert!(lag < 5.0, "lag {lag} s\n{}", an.logs());
+    assert_eq!(
+        an.metric("reveal_analyzer_query_failures_total"),
+        Some(0.0),
+        "{}",
+        an.logs()
+    );
+    assert_eq!(an.status("/-/healthy"), 200);
+    stop.store(true, Ordering::Relaxed);
+    feeder.join().unwrap();
 }
