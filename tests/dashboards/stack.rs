@@ -5,7 +5,7 @@
 use crate::queries::*;
 use reveal_e2e::alertmanager::Alertmanager;
 use reveal_e2e::prometheus::Prometheus;
-use reveal_e2e::{free_port, loopback, workspace_bin, Proc};
+use reveal_e2e::{dead_port, free_port, loopback, workspace_bin, Proc};
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -45,7 +45,7 @@ impl Stack {
         let prom = Prometheus::with_config(&prometheus_config(
             port,
             &am.addr().to_string(),
-            free_port(),
+            dead_port(),
         ))
         .start();
         let deadline = Instant::now() + Duration::from_secs(30);

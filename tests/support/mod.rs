@@ -41,6 +41,16 @@ pub fn free_port() -> u16 {
         .expect("binding 127.0.0.1:0")
 }
 
+/// A loopback port that stays taken for the rest of the test process and closes every
+/// connection unanswered: a scrape target that is down. A port from [`free_port`] left
+/// unbound could be taken by another test's server and answer.
+pub fn dead_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("binding 127.0.0.1:0");
+    let port = listener.local_addr().expect("local address").port();
+    std::thread::spawn(move || listener.incoming().for_each(drop));
+    port
+}
+
 /// `127.0.0.1:port`.
 pub fn loopback(port: u16) -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], port))
