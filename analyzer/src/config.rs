@@ -160,7 +160,7 @@ pub struct AnalysisConfig {
     pub detectors: Option<crate::core::detect::DetectorsConfig>,
 }
 
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct EpisodeConfig {
     /// Detectors (of three) that must flag a window for it to count toward an episode.
@@ -169,6 +169,16 @@ pub struct EpisodeConfig {
     /// windows a single sample is seen in (a 3 s window every 1 s): one odd scrape, a 100 ms
     /// write-back caught in one sample, never opens an alert on its own.
     pub open_after: u32,
+    /// Consecutive counted windows that open an episode when they are not all clear (see
+    /// `clear`): a marginal deviation must hold this long, longer than the host's ordinary
+    /// transients (a write-back, a burst of reads, I/O wait), before it becomes an alert.
+    /// The default, 8, is a deviation that held about 6 s; alerts still come within 10 s.
+    /// Below `open_after` it is `open_after`.
+    pub confirm_after: u32,
+    /// Score / threshold that one agreeing detector must reach in every one of `open_after`
+    /// counted windows for the episode to open that soon (3, the magnitude at which severity
+    /// counts a detector as strong: `core::episodes::tracker::STRONG`).
+    pub clear: f64,
     /// Consecutive uncounted windows that close it.
     pub close_after: u32,
 }
@@ -184,6 +194,8 @@ impl Default for EpisodeConfig {
         EpisodeConfig {
             min_agreement: 2,
             open_after: 4,
+            confirm_after: 8,
+            clear: crate::core::episodes::tracker::STRONG,
             close_after: Self::DEFAULT_CLOSE_AFTER,
         }
     }
@@ -474,6 +486,12 @@ impl Config {
         }
         if e.open_after == 0 {
             return err("analysis.episodes.open_after", "must be at least 1".into());
+        }
+        if !(e.clear.is_finite() && e.clear >= 1.0) {
+            return err(
+                "analysis.episodes.clear",
+                format!("{} is not a number of at least 1", e.clear),
+            );
         }
         if e.close_after == 0 {
             return err("analysis.episodes.close_after", "must be at least 1".into());

@@ -61,6 +61,7 @@ impl WindowScore {
             agreement: self.agreement,
             detectors: self.detectors.clone(),
             strength: tracker::strength(&self.scores, &self.detectors),
+            ratios: self.scores.iter().map(|(_, r)| *r).collect(),
             subsystems: self.subsystems.clone(),
             summary: self.summary.clone(),
             description: self.description.clone(),

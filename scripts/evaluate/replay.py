@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Replays a recorded evaluation run through an analyzer build, offline, and scores it.
 
-    replay.py OUT_DIR CONFIG [--replay BIN] [--label NAME] [--raw FILE]
+    replay.py OUT_DIR CONFIG [--replay BIN] [--label NAME] [--raw FILE] [--phase SECONDS]
 
 OUT_DIR is a finished `scripts/evaluate.sh --keep-data` run: its Prometheus data
 (OUT/prometheus-data), run.json and faults.json. CONFIG is an analyzer configuration (e.g.
@@ -9,7 +9,10 @@ OUT/analyzers/NAME/analyzer.yml); its `source.prometheus.url` is replaced by a P
 script starts on a copy of the recorded data. BIN is the `online_replay` example of the build
 to evaluate (default target/release/examples/online_replay; build it with
 `cargo build --release -p reveal-analyzer --example online_replay`). --raw keeps the replay's
-own output (every window's scores and claims) in FILE.
+own output (every window's scores and claims) in FILE. --phase starts learning SECONDS after
+the live analyzer did, so every fit (warm-up end, then every refit) falls that much later: the
+same recording replayed at several phases samples how much the result depends on where the
+fits fell (a young baseline's bars move with the few windows they are set by).
 
 The replay learns the baseline on the warm-up, then scores every window as `reveal-analyzer
 run` would and forms episodes as the service does; it never reaches Alertmanager. So latency
@@ -119,6 +122,7 @@ def main():
     if "--label" in args:
         label = args[args.index("--label") + 1]
     raw = args[args.index("--raw") + 1] if "--raw" in args else None
+    phase = int(args[args.index("--phase") + 1]) if "--phase" in args else 0
     run = json.load(open(os.path.join(out_dir, "run.json")))
     faults = json.load(open(os.path.join(out_dir, "faults.json")))
     data = os.path.join(out_dir, "prometheus-data")
@@ -136,7 +140,7 @@ def main():
         open(cfg, "w").write(cfg_text)
         # The warm-up is learned, as the live analyzer learned it; scoring starts where the
         # live analyzer's did, at the fault-free period.
-        learn_from = run["analyzers_started_ms"] // 1000
+        learn_from = run["analyzers_started_ms"] // 1000 + phase
         score_from = run["fault_free"]["start_ms"] // 1000
         until = run["end_ms"] // 1000
         t0 = time.time()

@@ -368,3 +368,21 @@ fn body_size_limits_have_a_default_per_block_and_parse_prometheus_sizes() {
     assert_eq!(e.line, Some(3), "{e}");
     assert!(e.msg.contains("is not a size"), "{e}");
 }
+
+#[test]
+fn episode_parameters_are_checked_with_their_key() {
+    let e = refused(&(minimal() + "analysis:\n  episodes:\n    clear: 0.5\n"));
+    assert_eq!(
+        e.msg,
+        "analysis.episodes.clear: 0.5 is not a number of at least 1"
+    );
+    let e = refused(&(minimal() + "analysis:\n  episodes:\n    open_after: 0\n"));
+    assert_eq!(e.msg, "analysis.episodes.open_after: must be at least 1");
+    // Waiting less for marginal evidence than for clear evidence is the old single rule.
+    let c = Config::parse(
+        &(minimal() + "analysis:\n  episodes:\n    open_after: 4\n    confirm_after: 1\n"),
+        Path::new("m.yml"),
+    )
+    .unwrap();
+    assert_eq!(c.analysis.episodes.confirm_after, 1);
+}

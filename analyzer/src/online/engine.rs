@@ -126,6 +126,8 @@ impl Engine {
         let tracker = Tracker::new(TrackerParams {
             min_agreement: params.episodes.min_agreement,
             open_after: params.episodes.open_after,
+            confirm_after: params.episodes.confirm_after,
+            clear: params.episodes.clear,
             close_after: params.episodes.close_after,
             window_ms: params.window.window_ms,
         });

@@ -1,20 +1,29 @@
 //! Online episodes: consecutive flagged windows of a host merge into one episode, so one
 //! incident is one alert, opened once and resolved once (DESIGN "Analyzer", step 6).
 //!
-//! Windows arrive one stride apart. An episode opens after `open_after` consecutive windows
-//! flagged by at least `min_agreement` detectors (one detector at its 99th percentile flags
-//! about one window in a hundred by design; requiring agreement or persistence keeps that
-//! out of Alertmanager), extends while windows keep being flagged, and closes after
-//! `close_after` windows in a row that are not.
+//! Windows arrive one stride apart. A window counts when at least `min_agreement` detectors
+//! flag it (one detector at its 99th percentile flags about one window in a hundred by design;
+//! requiring agreement keeps that out of Alertmanager). An episode opens after `open_after`
+//! consecutive counted windows when each of them is *clear* — one of the agreeing detectors at
+//! least `clear` times its threshold — and otherwise after `confirm_after`: a marginal deviation
+//! must hold longer than the host's ordinary transients (a write-back, a burst of reads or
+//! I/O wait lasts a few seconds, and is in at most six or seven windows) before it becomes an
+//! alert. The episode extends while windows keep counting, and closes after `close_after`
+//! windows in a row that do not.
 
 use std::collections::BTreeMap;
 
 use crate::core::episodes::OpenEpisode;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TrackerParams {
     pub min_agreement: u32,
     pub open_after: u32,
+    /// Consecutive counted windows that open an episode when they are not all clear.
+    pub confirm_after: u32,
+    /// Score / threshold that one detector of a counted window must reach for the window to
+    /// be clear.
+    pub clear: f64,
     pub close_after: u32,
     /// Window length, to date an episode from the start of its first window.
     pub window_ms: i64,
@@ -30,6 +39,8 @@ pub struct Verdict {
     pub detectors: Vec<String>,
     /// The smallest score / threshold among them ([`strength`]).
     pub strength: f64,
+    /// Score / threshold of every detector, flagging or not.
+    pub ratios: Vec<f64>,
     /// Share of the window's attribution per subsystem (sums to 1 when flagged).
     pub subsystems: Vec<(String, f64)>,
     /// The top claim, and the evidence behind it.
@@ -188,7 +199,11 @@ impl Tracker {
             return None;
         }
         h.pending.push(v);
-        if (h.pending.len() as u32) < p.open_after.max(1) {
+        let n = h.pending.len() as u32;
+        let open_after = p.open_after.max(1);
+        let clear = |w: &Verdict| w.ratios.iter().any(|r| *r >= p.clear);
+        let clear_run = n >= open_after && h.pending[(n - open_after) as usize..].iter().all(clear);
+        if !clear_run && n < p.confirm_after.max(open_after) {
             return None;
         }
         let pending = std::mem::take(&mut h.pending);
@@ -267,6 +282,8 @@ mod tests {
     const P: TrackerParams = TrackerParams {
         min_agreement: 2,
         open_after: 2,
+        confirm_after: 2,
+        clear: 1.0,
         close_after: 3,
         window_ms: 3000,
     };
@@ -281,6 +298,9 @@ mod tests {
                 .map(|s| s.to_string())
                 .collect(),
             strength: 1.5,
+            ratios: (0..3)
+                .map(|i| if i < agreement { 1.5 } else { 0.5 })
+                .collect(),
             subsystems: vec![(sub.into(), 1.0)],
             summary: format!("claim {end_s}"),
             description: String::new(),
@@ -316,6 +336,73 @@ mod tests {
         assert_eq!(ep.peak_agreement, 3);
         assert_eq!(ep.severity, "critical");
         assert_eq!(ep.id, "h@1000");
+    }
+
+    #[test]
+    fn a_clear_deviation_opens_soon_and_a_marginal_one_must_hold() {
+        let p = TrackerParams {
+            open_after: 4,
+            confirm_after: 8,
+            clear: STRONG,
+            ..P
+        };
+        // Two detectors just over their bars, the third below.
+        let marginal = |t: i64| Verdict {
+            ratios: vec![1.2, 1.1, 0.5],
+            ..v(t, 2, "storage")
+        };
+        // One at least three times its bar.
+        let clear = |t: i64| Verdict {
+            ratios: vec![1.1, 3.2, 0.4],
+            ..v(t, 2, "cpu")
+        };
+        // A transient: seven marginal windows, then quiet. No alert.
+        let mut t = Tracker::new(p);
+        let mut seq: Vec<Verdict> = (1..=7).map(marginal).collect();
+        seq.push(v(8, 0, "storage"));
+        assert!(kinds(&mut t, seq).iter().all(|k| *k == "-"));
+        // A marginal deviation that holds opens at its eighth window, dated from its first.
+        let mut t = Tracker::new(p);
+        let k = kinds(&mut t, (1..=9).map(marginal).collect());
+        assert_eq!(k[..7], ["-"; 7]);
+        assert_eq!(k[7..], ["open", "ext"]);
+        assert_eq!(t.open()[0].start_ms, -2000);
+        // A clear one opens at its fourth.
+        let mut t = Tracker::new(p);
+        let k = kinds(&mut t, (1..=4).map(clear).collect());
+        assert_eq!(k, ["-", "-", "-", "open"]);
+        // Clear windows count toward the longer wait too, and a clear run of four that
+        // follows marginal windows opens at once.
+        let mut t = Tracker::new(p);
+        let seq = vec![
+            marginal(1),
+            clear(2),
+            clear(3),
+            clear(4),
+            marginal(5),
+            clear(6),
+        ];
+        assert_eq!(kinds(&mut t, seq), ["-"; 6]);
+        let mut t = Tracker::new(p);
+        let seq = vec![
+            marginal(1),
+            marginal(2),
+            clear(3),
+            clear(4),
+            clear(5),
+            clear(6),
+        ];
+        assert_eq!(kinds(&mut t, seq), ["-", "-", "-", "-", "-", "open"]);
+        // Three detectors agreeing just over their bars are no clearer than two.
+        let mut t = Tracker::new(p);
+        let three = |t: i64| Verdict {
+            ratios: vec![1.3, 1.05, 1.2],
+            ..v(t, 3, "cpu")
+        };
+        assert_eq!(
+            kinds(&mut t, (1..=8).map(three).collect())[3..],
+            ["-", "-", "-", "-", "open"]
+        );
     }
 
     #[test]

@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Replays recorded evaluation runs at several fit phases and sums what they show.
+
+    phases.py CONFIG DIR [DIR ...] [--replay BIN] [--phases 0,60,120,180,240] [--label NAME]
+
+Each DIR is a finished `scripts/evaluate.sh --keep-data` run; CONFIG an analyzer
+configuration (`deploy/analyzer.yml` for the deploy defaults: the replay points its source at
+the recording). Every DIR is replayed once per phase (`replay.py --phase`): learning starts
+that many seconds after the live analyzer's did, so the warm-up's end and every refit fall
+elsewhere in the same telemetry. One live run is one draw of where its fits fell; a young
+baseline's bars are set by a handful of windows, and whether an ordinary moment of the host
+lands in one changes what is flagged later. Five phases of a recording are five draws.
+
+Prints one line per replay and the totals: faults alerted within 10 s and attributed, false
+episodes in the fault-free periods and per hour, fault-free windows flagged by two
+detectors, and the median of the replays' median latencies.
+"""
+
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def replay(dir_, config, binary, phase):
+    out = subprocess.run(
+        [sys.executable, os.path.join(HERE, "replay.py"), dir_, config, "--replay", binary,
+         "--phase", str(phase)], capture_output=True, text=True)
+    text = out.stdout + out.stderr
+    faults = re.search(r"attributed: (\d+) of (\d+); median latency ([0-9.–]+)", text)
+    free = re.search(r"fault-free: (\d+) episodes in ([0-9.]+) min .*?, (\d+) of (\d+) windows", text)
+    if out.returncode != 0 or not faults or not free:
+        sys.exit("phases: replay of %s at phase %d failed:\n%s" % (dir_, phase, text[-2000:]))
+    return {
+        "found": int(faults.group(1)), "faults": int(faults.group(2)),
+        "latency": None if faults.group(3) == "–" else float(faults.group(3)),
+        "episodes": int(free.group(1)), "minutes": float(free.group(2)),
+        "flagged": int(free.group(3)), "windows": int(free.group(4)),
+    }
+
+
+def main():
+    args = sys.argv[1:]
+    if len(args) < 2 or args[0] in ("-h", "--help"):
+        print(__doc__)
+        sys.exit(0 if args and args[0] in ("-h", "--help") else 2)
+    opts = {"--replay": "target/release/examples/online_replay", "--phases": "0,60,120,180,240",
+            "--label": None}
+    rest = []
+    i = 0
+    while i < len(args):
+        if args[i] in opts:
+            if i + 1 >= len(args):
+                sys.exit("phases: %s needs a value" % args[i])
+            opts[args[i]] = args[i + 1]
+            i += 2
+        else:
+            rest.append(args[i])
+            i += 1
+    config, dirs = rest[0], rest[1:]
+    if not dirs:
+        sys.exit("phases: no recorded run given")
+    phases = [int(p) for p in opts["--phases"].split(",")]
+    label = opts["--label"] or os.path.basename(config)
+    rows = []
+    for d in dirs:
+        for p in phases:
+            r = replay(d, config, opts["--replay"], p)
+            rows.append(r)
+            print("%s %s +%ds: faults %d/%d, median latency %s s | fault-free: %d episodes in %.0f min, "
+                  "%d of %d windows flagged (%.2f%%)" % (
+                      label, os.path.basename(os.path.normpath(d)), p, r["found"], r["faults"],
+                      "%.1f" % r["latency"] if r["latency"] is not None else "–", r["episodes"],
+                      r["minutes"], r["flagged"], r["windows"], 100.0 * r["flagged"] / max(1, r["windows"])),
+                  flush=True)
+    hours = sum(r["minutes"] for r in rows) / 60
+    lat = [r["latency"] for r in rows if r["latency"] is not None]
+    print("%s total over %d replays: faults %d/%d; false episodes %d in %.1f h (%.1f per hour); "
+          "windows flagged %.2f%%; median latency %s s" % (
+              label, len(rows), sum(r["found"] for r in rows), sum(r["faults"] for r in rows),
+              sum(r["episodes"] for r in rows), hours, sum(r["episodes"] for r in rows) / hours if hours else 0,
+              100.0 * sum(r["flagged"] for r in rows) / max(1, sum(r["windows"] for r in rows)),
+              "%.1f" % statistics.median(lat) if lat else "–"))
+
+
+if __name__ == "__main__":
+    main()
