@@ -37,6 +37,13 @@ impl Run {
         })
     }
 
+    /// Whether a failed start's output says one of its ports was taken after the test chose
+    /// it (another test's server bound it between [`free_port`] and the service's bind): the
+    /// quick start refuses or stops with a clear message, and the test tries other ports.
+    fn port_was_taken(output: &str) -> bool {
+        output.contains("address already in use") || output.contains("in use by another process")
+    }
+
     fn command(&self, args: &[&str]) -> Command {
         let mut c = Command::new(root().join("scripts/quickstart.sh"));
         c.args(args)
@@ -132,20 +139,29 @@ impl Drop for Down<'_> {
 
 #[test]
 fn detached_start_serves_the_stack_and_down_stops_it() {
-    let Some(run) = Run::new() else { return };
-    let out = run
-        .command(&["up", "--detach"])
-        .output()
-        .expect("running the quick start");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    if !out.status.success() {
+    let mut attempt = 0;
+    let (run, text) = loop {
+        let Some(run) = Run::new() else { return };
+        let out = run
+            .command(&["up", "--detach"])
+            .output()
+            .expect("running the quick start");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if out.status.success() {
+            break (run, text);
+        }
         let _ = run.command(&["down"]).output();
+        attempt += 1;
+        if attempt < 3 && Run::port_was_taken(&text) {
+            eprintln!("a port was taken by another test, trying others:\n{text}");
+            continue;
+        }
         panic!("quick start failed:\n{text}");
-    }
+    };
     eprintln!("{text}");
     let _down = Down(&run);
     assert_eq!(
@@ -169,15 +185,36 @@ fn detached_start_serves_the_stack_and_down_stops_it() {
 
 #[test]
 fn ctrl_c_on_a_foreground_run_stops_everything() {
-    let Some(run) = Run::new() else { return };
+    let mut attempt = 0;
+    let (run, mut proc) = loop {
+        let Some(run) = Run::new() else { return };
+        let mut proc = Proc::spawn("quickstart", &mut run.command(&["up", "--warmup", "5s"]));
+        // Ready when its Prometheus answers (the build step comes first).
+        let deadline = Instant::now() + Duration::from_secs(300);
+        let ready = loop {
+            if http::get(loopback(run.prometheus), "/-/ready").is_ok_and(|r| r.status == 200) {
+                break true;
+            }
+            if proc.exited().is_some() || Instant::now() > deadline {
+                break false;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        if ready {
+            break (run, proc);
+        }
+        let _ = run.command(&["down"]).output();
+        attempt += 1;
+        if attempt < 3 && Run::port_was_taken(&proc.logs()) {
+            eprintln!(
+                "a port was taken by another test, trying others:\n{}",
+                proc.logs()
+            );
+            continue;
+        }
+        panic!("the quick start did not become ready:\n{}", proc.logs());
+    };
     let _down = Down(&run);
-    let mut proc = Proc::spawn("quickstart", &mut run.command(&["up", "--warmup", "5s"]));
-    // Ready when its Prometheus answers (the build step comes first).
-    proc.wait_http_ready(
-        loopback(run.prometheus),
-        "/-/ready",
-        Duration::from_secs(300),
-    );
     Prometheus::at(loopback(run.prometheus)).wait_for_value(
         "count(up{job=\"reveal\"} == 1)",
         |v| v >= 1.0,

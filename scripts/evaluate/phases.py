@@ -34,7 +34,16 @@ def replay(dir_, config, binary, phase):
     free = re.search(r"fault-free: (\d+) episodes in ([0-9.]+) min .*?, (\d+) of (\d+) windows", text)
     if out.returncode != 0 or not faults or not free:
         sys.exit("phases: replay of %s at phase %d failed:\n%s" % (dir_, phase, text[-2000:]))
+    # Per fault (by name and place in the run): alerted within 10 s and attributed.
+    per_fault = []
+    for row in re.finditer(r"^\| (\w+) \| [\w/]+ \| ([^|]+) \| ([^|]+) \|", text, re.M):
+        if row.group(1) != "fault":
+            name = row.group(1)
+            if any(n.split(" ")[0] == name for n, _ in per_fault):
+                name += " (again)"
+            per_fault.append((name, row.group(2).strip() == "yes" and row.group(3).strip() == "yes"))
     return {
+        "per_fault": per_fault,
         "found": int(faults.group(1)), "faults": int(faults.group(2)),
         "latency": None if faults.group(3) == "–" else float(faults.group(3)),
         "episodes": int(free.group(1)), "minutes": float(free.group(2)),
@@ -76,6 +85,16 @@ def main():
                       "%.1f" % r["latency"] if r["latency"] is not None else "–", r["episodes"],
                       r["minutes"], r["flagged"], r["windows"], 100.0 * r["flagged"] / max(1, r["windows"])),
                   flush=True)
+    # Faults missed (not alerted within 10 s and attributed), by name.
+    missed = {}
+    for r in rows:
+        for name, ok in r["per_fault"]:
+            missed.setdefault(name, [0, 0])
+            missed[name][1] += 1
+            if not ok:
+                missed[name][0] += 1
+    print("%s faults missed: %s" % (label, ", ".join(
+        "%s %d of %d" % (n, m, t) for n, (m, t) in missed.items()) or "none"))
     hours = sum(r["minutes"] for r in rows) / 60
     lat = [r["latency"] for r in rows if r["latency"] is not None]
     print("%s total over %d replays: faults %d/%d; false episodes %d in %.1f h (%.1f per hour); "
