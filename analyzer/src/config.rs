@@ -172,8 +172,8 @@ pub struct EpisodeConfig {
     /// Consecutive counted windows that open an episode when they are not all clear (see
     /// `clear`): a marginal deviation must hold this long, longer than the host's ordinary
     /// transients (a write-back, a burst of reads, I/O wait), before it becomes an alert.
-    /// The default, 8, is a deviation that held about 6 s; alerts still come within 10 s.
-    /// Below `open_after` it is `open_after`.
+    /// The default, 8, is a deviation that held about 6 s (its alert comes about 8 s after it
+    /// began). Below `open_after` it is `open_after`.
     pub confirm_after: u32,
     /// Score / threshold that one agreeing detector must reach in every one of `open_after`
     /// counted windows for the episode to open that soon (3, the magnitude at which severity
