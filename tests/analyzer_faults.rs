@@ -13,86 +13,18 @@
 //! - Prometheus not yet up when the analyzer starts: it waits, healthy and not ready,
 //!   counting failed queries, and learns and analyzes once Prometheus answers.
 
-use std::net::SocketAddr;
+mod synth;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-use reveal_analyzer::http::{HttpClient, HttpClientConfig};
-use reveal_analyzer::outputs::remote_write::{Batch, RemoteWriter};
+use reveal_analyzer::outputs::remote_write::Batch;
 use reveal_e2e::alertmanager::{self, Alertmanager};
 use reveal_e2e::analyzer::Analyzer;
-use reveal_e2e::prometheus::{self, PROMETHEUS};
-use reveal_e2e::recorder::{Recorder, Request};
-use reveal_e2e::{free_port, loopback, Proc, TempDir};
-
-const HOST: &str = "synth-1:9100";
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
-}
-
-/// A Prometheus this test can stop and start again on the same port and data.
-struct Prom {
-    proc: Option<Proc>,
-    addr: SocketAddr,
-    dir: TempDir,
-}
-
-impl Prom {
-    fn start() -> Prom {
-        let mut p = Prom::reserved();
-        p.up();
-        p
-    }
-    /// Its port and data directory, not started yet.
-    fn reserved() -> Prom {
-        let dir = TempDir::new("reveal-faults-prom");
-        dir.write("prometheus.yml", "global:\n  scrape_interval: 1m\n");
-        Prom {
-            proc: None,
-            addr: loopback(free_port()),
-            dir,
-        }
-    }
-    fn up(&mut self) {
-        let mut proc = Proc::spawn(
-            "prometheus",
-            std::process::Command::new(PROMETHEUS)
-                .arg(format!(
-                    "--config.file={}",
-                    self.dir.path().join("prometheus.yml").display()
-                ))
-                .arg(format!(
-                    "--storage.tsdb.path={}",
-                    self.dir.path().join("data").display()
-                ))
-                .arg(format!("--web.listen-address={}", self.addr))
-                .arg("--web.enable-remote-write-receiver"),
-        );
-        proc.wait_http_ready(self.addr, "/-/ready", Duration::from_secs(30));
-        self.proc = Some(proc);
-    }
-    fn down(&mut self) {
-        self.proc = None;
-    }
-    fn url(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-}
-
-/// Deterministic noise in [-0.5, 0.5) from a step index and a channel.
-fn noise(step: i64, channel: u64) -> f64 {
-    let mut x = (step as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
-        ^ channel.wrapping_mul(0xD1B5_4A32_D192_ED03);
-    x ^= x >> 31;
-    x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    x ^= x >> 29;
-    (x >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-}
+use reveal_e2e::prometheus;
+use reveal_e2e::recorder::Recorder;
+use synth::{about_host, noise, prom_query, same_instant, wait, Prom, HOST};
 
 /// The synthetic host's samples at step `k` (100 ms grid) into `b`.
 fn sample(b: &mut Batch, k: i64, anomalous: bool) {
@@ -131,33 +63,17 @@ fn sample(b: &mut Batch, k: i64, anomalous: bool) {
     );
 }
 
-/// Writes four minutes of history, then keeps writing up to now every 200 ms (retrying
-/// while Prometheus is down) until `stop`.
+/// The synthetic host, with a write burst while `anomaly` is set.
 fn feed(
     url: String,
     anomaly: Arc<AtomicBool>,
     stop: Arc<AtomicBool>,
 ) -> std::thread::JoinHandle<()> {
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let client = HttpClient::new(&HttpClientConfig::default()).unwrap();
-        let mut w = RemoteWriter::new(client, url, 1 << 22);
-        let mut next = (now_ms() - 240_000) / 100;
-        while !stop.load(Ordering::Relaxed) {
-            let until = now_ms() / 100;
-            let mut b = Batch::default();
-            while next <= until {
-                sample(&mut b, next, anomaly.load(Ordering::Relaxed));
-                next += 1;
-            }
-            // Failures keep the batch queued in the writer; it is resent on the next round.
-            let _ = rt.block_on(w.write(b));
-            std::thread::sleep(Duration::from_millis(200));
-        }
-    })
+    synth::feed(
+        url,
+        move |b, k| sample(b, k, anomaly.load(Ordering::Relaxed)),
+        stop,
+    )
 }
 
 fn config(prom: &str, am: &str) -> String {
@@ -170,26 +86,6 @@ fn config(prom: &str, am: &str) -> String {
          analysis:\n  warmup: 2m\n  baseline: 4m\n  refit_every: 10m\n\
          outputs:\n  remote_write:\n    url: {prom}/api/v1/write\n  alertmanager:\n    urls: [{am}]\n    resend_interval: 2s\n    timeout: 2s\n"
     )
-}
-
-fn about_host(r: &Request, status: &str) -> bool {
-    let v = r.json();
-    v["status"] == status
-        && v["alerts"]
-            .as_array()
-            .is_some_and(|a| a.iter().any(|x| x["labels"]["instance"] == HOST))
-}
-
-fn wait(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool, logs: impl Fn() -> String) {
-    let deadline = Instant::now() + timeout;
-    while !ok() {
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for {what}\n{}",
-            logs()
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
 }
 
 #[test]
@@ -350,21 +246,6 @@ fn survives_outages_and_restarts_without_duplicating_the_episode() {
     assert!(q >= 2.0, "agreement series: {q}");
     stop.store(true, Ordering::Relaxed);
     feeder.join().unwrap();
-}
-
-/// The API writes `…41.000Z`, the webhook `…41Z`: the same instant.
-fn same_instant(t: &str) -> String {
-    t.replace(".000Z", "Z")
-}
-
-fn prom_query(p: &Prom, q: &str) -> f64 {
-    let path = format!("/api/v1/query?{}", reveal_e2e::http::form(&[("query", q)]));
-    let r = reveal_e2e::http::get(p.addr, &path).expect("query");
-    let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
-    v["data"]["result"][0]["value"][1]
-        .as_str()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(f64::NAN)
 }
 
 #[test]

@@ -9,12 +9,18 @@ pub struct Analyzer {
     proc: Option<Proc>,
     addr: SocketAddr,
     dir: TempDir,
+    env: Vec<(String, String)>,
 }
 
 impl Analyzer {
     /// Starts the analyzer with `config`, in which `{listen}` and `{state}` are replaced by
     /// its listen address and state directory; waits until `/-/healthy` answers.
     pub fn start(config: &str) -> Analyzer {
+        Analyzer::start_with_env(config, &[])
+    }
+
+    /// [`Analyzer::start`] with extra environment variables (kept for restarts).
+    pub fn start_with_env(config: &str, env: &[(&str, &str)]) -> Analyzer {
         let dir = TempDir::new("reveal-analyzer");
         let addr = loopback(free_port());
         let text = config
@@ -25,6 +31,10 @@ impl Analyzer {
             proc: None,
             addr,
             dir,
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
         };
         a.restart();
         a
@@ -40,7 +50,8 @@ impl Analyzer {
                     "--config.file={}",
                     self.dir.path().join("analyzer.yml").display()
                 ))
-                .env("RUST_LOG", "info,reveal_analyzer=debug"),
+                .env("RUST_LOG", "info,reveal_analyzer=debug")
+                .envs(self.env.iter().map(|(k, v)| (k, v))),
         );
         proc.wait_http_ready(self.addr, "/-/healthy", Duration::from_secs(30));
         self.proc = Some(proc);

@@ -9,6 +9,7 @@
 mod alerts;
 mod group;
 mod start;
+mod steady;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -78,6 +79,10 @@ pub struct Service {
     last_warmup_log: Option<Instant>,
     /// Whether the baseline was filled from history since start.
     learned: bool,
+    /// What alerts are stamped with: never back in time ([`steady`]).
+    clock: steady::SteadyClock,
+    /// Since when the wall clock has been behind the last analyzed window (it stepped back).
+    clock_behind_since: Option<Instant>,
 }
 
 impl Service {
@@ -89,8 +94,14 @@ impl Service {
         loop {
             // The newest window ends on the stride grid, `delay` behind real time.
             let target = (now_ms() - delay).div_euclid(stride) * stride;
-            if target > self.checkpoint.analyzed_until_ms {
-                self.pass(target).await;
+            if target < self.checkpoint.analyzed_until_ms {
+                self.clock_behind(self.checkpoint.analyzed_until_ms - target)
+                    .await;
+            } else {
+                self.clock_caught_up();
+                if target > self.checkpoint.analyzed_until_ms {
+                    self.pass(target).await;
+                }
             }
             let wake = self.checkpoint.analyzed_until_ms.max(target) + stride + delay;
             let sleep = Duration::from_millis((wake - now_ms()).clamp(1, stride * 2) as u64);
@@ -256,6 +267,32 @@ impl Service {
         Ok(())
     }
 
+    /// The wall clock is `behind_ms` behind the last analyzed window: it stepped back. No
+    /// window is analyzed twice, so analysis waits until the clock passes that window again;
+    /// open alerts are still re-sent meanwhile, so Alertmanager does not resolve them.
+    async fn clock_behind(&mut self, behind_ms: i64) {
+        if self.clock_behind_since.is_none() {
+            self.clock_behind_since = Some(Instant::now());
+            self.metrics.clock_steps_back.inc();
+            tracing::warn!(
+                behind_seconds = behind_ms as f64 / 1000.0,
+                "the clock stepped back behind the last analyzed window; analysis waits until \
+                 it passes that window again (no window is analyzed twice), alerts are still re-sent"
+            );
+        }
+        self.metrics.lag_seconds.set(-(behind_ms as f64) / 1000.0);
+        self.deliver().await;
+    }
+
+    fn clock_caught_up(&mut self) {
+        if let Some(since) = self.clock_behind_since.take() {
+            tracing::info!(
+                waited_seconds = since.elapsed().as_secs_f64().round(),
+                "the clock passed the last analyzed window; analysis resumes"
+            );
+        }
+    }
+
     async fn fetch_failed(&mut self, e: SourceError) {
         self.metrics.query_failures.inc();
         self.health.ready.store(false, Ordering::Relaxed);
@@ -267,7 +304,7 @@ impl Service {
     }
 
     fn on_event(&mut self, ev: Event) {
-        let now = SystemTime::now();
+        let now = self.clock.now();
         match ev {
             Event::Opened(ep) => {
                 self.metrics.episodes_opened.inc();
@@ -298,7 +335,7 @@ impl Service {
     /// Alert delivery and the output metrics.
     async fn deliver(&mut self) {
         if let Some(tx) = self.alerts.as_mut() {
-            if tx.tick(SystemTime::now()).await.is_err() {
+            if tx.tick(self.clock.now()).await.is_err() {
                 self.metrics.delivery_failed("alertmanager");
             }
             let s = tx.stats();

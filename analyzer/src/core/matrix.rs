@@ -207,9 +207,9 @@ impl MatrixBuilder {
     ///
     /// Counters become *per-step increases*: cell `k` holds `v[k] − v[k−1]`, the events of
     /// the step ending at `k`, so an event channel summed over a window is the count of events
-    /// in that window. A decrease is a counter reset (restart, 32-bit wrap already handled by
-    /// the exporter), and the increase is the new value itself, as Prometheus' `increase()`
-    /// assumes. The first sample, and a sample whose previous cell is a gap, yield `NaN`:
+    /// in that window. A decrease is a counter reset (a restart, a device re-created), and the
+    /// increase is the new value itself, as Prometheus' `increase()` assumes, unless it is a
+    /// 32-bit wrap ([`increase`]). The first sample, and a sample whose previous cell is a gap, yield `NaN`:
     /// the increase is unknown there rather than spread over the gap by guess.
     ///
     /// Fails when no finite sample was pushed, or when the grid would exceed [`MAX_CELLS`]
@@ -254,11 +254,18 @@ impl MatrixBuilder {
                 for (t, v) in samples {
                     raw[cell(t, first, step_ms, n_steps)] = v;
                 }
-                for k in 1..n_steps {
-                    let (prev, cur) = (raw[k - 1], raw[k]);
-                    if prev.is_finite() && cur.is_finite() {
-                        out[k] = if cur >= prev { cur - prev } else { cur };
-                    }
+                let pairs = || {
+                    (1..n_steps)
+                        .map(|k| (k, raw[k - 1], raw[k]))
+                        .filter(|(_, p, c)| p.is_finite() && c.is_finite())
+                };
+                // The largest increase anywhere in the range, so that a wrap is told from a
+                // reset wherever it falls in the range (a pass's range may start with it).
+                let largest = pairs()
+                    .filter(|(_, p, c)| c >= p)
+                    .fold(0.0_f64, |m, (_, p, c)| m.max(c - p));
+                for (k, prev, cur) in pairs() {
+                    out[k] = increase(prev, cur, largest);
                 }
             } else {
                 for (t, v) in samples {
@@ -301,6 +308,28 @@ pub enum MatrixError {
         step_ms: i64,
         channels: usize,
     },
+}
+
+/// A 32-bit counter (an SNMP `ifInOctets`, a device's own register) wraps every few minutes
+/// at a gigabit. Read as a reset, each wrap would be a step with a fraction of the usual
+/// increase: a dip no host made.
+const WRAP: f64 = 4_294_967_296.0;
+
+/// The increase from `prev` to `cur` of a counter whose largest increase in the range is
+/// `largest`. A decrease is a 32-bit wrap when `prev` fits 32 bits and the increase
+/// a wrap implies, `2³² − prev + cur`, is no more than twice `largest`: a counter that
+/// increases by about that much every step. Any other decrease is a reset (a small counter
+/// that starts over implies a wrap of billions where it rose by far less).
+fn increase(prev: f64, cur: f64, largest: f64) -> f64 {
+    if cur >= prev {
+        return cur - prev;
+    }
+    let wrapped = WRAP - prev + cur;
+    if prev < WRAP && largest > 0.0 && wrapped <= 2.0 * largest {
+        wrapped
+    } else {
+        cur
+    }
 }
 
 #[cfg(test)]
@@ -373,6 +402,40 @@ mod tests {
             "no increase across a gap"
         );
         assert_eq!(row[5], 0.0);
+    }
+
+    #[test]
+    fn a_32_bit_wrap_is_an_increase_and_a_reset_is_not_a_wrap() {
+        let c = ch("c_total", MetricType::Counter);
+        let mut b = MatrixBuilder::new();
+        let near = WRAP - 2_500.0;
+        for (t, v) in [
+            (0, near - 2_000.0),
+            (100, near),
+            (200, 500.0),
+            (300, 2_600.0),
+        ] {
+            b.push(&c, t, v);
+        }
+        let m = b.build("h", 100).unwrap();
+        assert_eq!(m.row(0).to_vec()[1..], [2_000.0, 3_000.0, 2_100.0]);
+        // A small counter that starts over: a reset (the wrap would be four billion).
+        let mut b = MatrixBuilder::new();
+        for (t, v) in [(0, 1_000.0), (100, 3_000.0), (200, 40.0), (300, 90.0)] {
+            b.push(&c, t, v);
+        }
+        let m = b.build("h", 100).unwrap();
+        assert_eq!(m.row(0).to_vec()[1..], [2_000.0, 40.0, 50.0]);
+        // A wrap first in the range: told by the increases after it.
+        let mut b = MatrixBuilder::new();
+        for (t, v) in [(0, near), (100, 500.0), (200, 3_000.0), (300, 5_100.0)] {
+            b.push(&c, t, v);
+        }
+        let m = b.build("h", 100).unwrap();
+        assert_eq!(m.row(0).to_vec()[1..], [3_000.0, 2_500.0, 2_100.0]);
+        // Above 32 bits a decrease is always a reset; with no increase known too.
+        assert_eq!(increase(1e12, 5.0, 1e6), 5.0);
+        assert_eq!(increase(WRAP - 10.0, 5.0, 0.0), 5.0);
     }
 
     #[test]

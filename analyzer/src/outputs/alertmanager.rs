@@ -186,8 +186,10 @@ impl AlertSender {
             .open
             .values_mut()
             .filter(|o| {
+                // A `now` before the last send (a clock that stepped back) is due too: an
+                // alert not re-sent expires in Alertmanager while its episode is open.
                 o.last_sent
-                    .is_none_or(|t| now.duration_since(t).unwrap_or_default() >= self.resend)
+                    .is_none_or(|t| now.duration_since(t).map_or(true, |d| d >= self.resend))
             })
             .map(|o| {
                 o.last_sent = Some(now);
@@ -218,7 +220,8 @@ impl AlertSender {
             labels: f.labels(),
             annotations,
             starts_at: f.start,
-            ends_at,
+            // Alertmanager refuses an alert that ends before it starts.
+            ends_at: ends_at.max(f.start),
             generator_url: self.generator_url.clone(),
         }
     }

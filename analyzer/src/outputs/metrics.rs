@@ -55,6 +55,8 @@ pub struct SelfMetrics {
     pub alerts_dropped: Counter,
     pub alerts_queued: Gauge,
     pub checkpoint_failures: Counter,
+    /// Times the wall clock stepped back behind the last analyzed window.
+    pub clock_steps_back: Counter,
 }
 
 fn latency() -> Histogram {
@@ -88,6 +90,7 @@ impl SelfMetrics {
             alerts_dropped: Counter::default(),
             alerts_queued: Gauge::default(),
             checkpoint_failures: Counter::default(),
+            clock_steps_back: Counter::default(),
         };
         let r = registry.sub_registry_with_prefix("reveal_analyzer");
         r.register(
@@ -107,7 +110,7 @@ impl SelfMetrics {
         );
         r.register_with_unit(
             "lag",
-            "How far the newest analyzed window ends behind real time",
+            "How far the newest analyzed window ends behind real time (negative while the clock is behind it)",
             Unit::Seconds,
             m.lag_seconds.clone(),
         );
@@ -201,6 +204,11 @@ impl SelfMetrics {
             "checkpoint_failures",
             "Checkpoint writes that failed",
             m.checkpoint_failures.clone(),
+        );
+        r.register(
+            "clock_steps_back",
+            "Times the clock stepped back behind the last analyzed window (analysis waited for it)",
+            m.clock_steps_back.clone(),
         );
         m
     }

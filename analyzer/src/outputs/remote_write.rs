@@ -14,6 +14,9 @@ use std::collections::{BTreeMap, VecDeque};
 use crate::core::matrix::SUBSYSTEMS;
 use crate::http::{retry, Backoff, HttpClient, HttpError};
 
+/// The bits of Prometheus' staleness marker, a NaN with this payload (`value.StaleNaN`).
+const STALE_NAN: u64 = 0x7ff0_0000_0000_0002;
+
 /// `prometheus.WriteRequest`; metadata (field 3) is not sent.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct WriteRequest {
@@ -83,6 +86,17 @@ impl Batch {
         if !value.is_finite() {
             return;
         }
+        self.push(name, labels, timestamp_ms, value);
+    }
+
+    /// Prometheus' staleness marker for the series at `timestamp_ms`: it ends there, and
+    /// queries stop returning its last value, as when Prometheus marks the series of a target
+    /// that went away.
+    pub fn add_stale(&mut self, name: &str, labels: &[(&str, &str)], timestamp_ms: i64) {
+        self.push(name, labels, timestamp_ms, f64::from_bits(STALE_NAN));
+    }
+
+    fn push(&mut self, name: &str, labels: &[(&str, &str)], timestamp_ms: i64, value: f64) {
         let mut ls: Vec<Label> = labels
             .iter()
             .map(|(n, v)| Label {
@@ -282,6 +296,20 @@ impl RemoteWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_staleness_marker_keeps_its_payload() {
+        let mut b = Batch::default();
+        b.add("x", &[("a", "1")], 5, 1.0);
+        b.add_stale("x", &[("a", "1")], 6);
+        let req = decode(&b.encode()).unwrap();
+        let bits: Vec<u64> = req.timeseries[0]
+            .samples
+            .iter()
+            .map(|s| s.value.to_bits())
+            .collect();
+        assert_eq!(bits, [1.0f64.to_bits(), STALE_NAN]);
+    }
 
     #[test]
     fn encodes_sorted_labels_and_ordered_samples() {

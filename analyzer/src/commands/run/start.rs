@@ -133,6 +133,8 @@ impl Service {
                 reports,
                 last_warmup_log: None,
                 learned: false,
+                clock: super::steady::SteadyClock::new(),
+                clock_behind_since: None,
             },
             server_task,
         ))

@@ -113,3 +113,30 @@ fn a_label_change_resolves_the_old_alert() {
     assert_eq!(q[0], ("info".to_string(), t0 + Duration::from_secs(1)));
     assert_eq!(q[1].0, "critical");
 }
+
+#[test]
+fn a_clock_that_stepped_back_still_re_sends_and_never_ends_before_the_start() {
+    let rt = rt();
+    let mut s = unreachable(10);
+    let f = finding("h:1", "cpu", "warning");
+    let t0 = f.start + Duration::from_secs(30);
+    s.upsert("ep", f.clone(), t0);
+    let _ = rt.block_on(s.tick(t0));
+    // A minute back: before the last send, and before the alert's start. Without the re-send
+    // Alertmanager would let the alert expire; an end before the start it would refuse.
+    let back = t0 - Duration::from_secs(60);
+    s.targets[0].queue.clear();
+    let _ = rt.block_on(s.tick(back));
+    let q: Vec<_> = s.targets[0]
+        .queue
+        .iter()
+        .map(|a| (a.starts_at, a.ends_at))
+        .collect();
+    assert_eq!(q.len(), 1, "not re-sent: {q:?}");
+    assert_eq!(q[0].0, f.start);
+    assert!(q[0].1 >= q[0].0, "{q:?}");
+    // Resolving at a time before the start ends it at its start.
+    s.targets[0].queue.clear();
+    s.resolve("ep", f.start - Duration::from_secs(5));
+    assert_eq!(s.targets[0].queue[0].ends_at, f.start);
+}

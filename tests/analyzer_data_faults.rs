@@ -1,0 +1,587 @@
+//! `reveal-analyzer run` when the data or the clock misbehave, over real Prometheus and
+//! Alertmanager on loopback, with the synthetic host of `synth` written into Prometheus:
+//!
+//! - the analyzer's clock steps back by 40 s mid-episode (libfaketime, wall clock only, as an
+//!   NTP step does): no window is analyzed twice, the open alert stays firing in Alertmanager
+//!   (re-sent, never ending before it started), analysis resumes once the clock passes the
+//!   last analyzed window, and the episode resolves once with one start;
+//! - counters reset (an interface re-created, an exporter restarted) and 32-bit counters
+//!   wrap, as Prometheus stores them: no window holding one is flagged, no episode opens, and a
+//!   real burst on the same counter afterwards is found;
+//! - Prometheus' answers cut off half-way (a proxy truncates them): counted as failed
+//!   queries, nothing analyzed from them, caught up afterwards;
+//! - series that go stale and vanish for a while (a target down, a device gone), marked with
+//!   Prometheus' staleness marker: the rest of the host is still analyzed and nothing is
+//!   flagged for the gap.
+
+mod synth;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use reveal_analyzer::outputs::remote_write::Batch;
+use reveal_e2e::alertmanager::{self, Alertmanager};
+use reveal_e2e::analyzer::Analyzer;
+use reveal_e2e::prometheus;
+use reveal_e2e::recorder::Recorder;
+use reveal_e2e::{require_tool, TempDir};
+use synth::{about_host, noise, same_instant, wait, Prom, HOST};
+
+/// What the synthetic host does at a step.
+#[derive(Clone, Copy, Default)]
+struct Host {
+    /// The disk written at 400 MB/s instead of 5 MB/s.
+    burst: bool,
+    /// Two CPUs and the disk gone (their series not written).
+    skip_some: bool,
+    /// Dirty memory fortyfold.
+    dirty: bool,
+}
+
+/// Gauges of the synthetic host at step `k`: four CPUs, a disk written at 5 MB/s, dirty
+/// memory at 100 MB; `h` says what differs.
+fn gauges(b: &mut Batch, k: i64, h: Host) {
+    let Host {
+        burst,
+        skip_some,
+        dirty,
+    } = h;
+    let t = k * 100;
+    for cpu in 0..4u64 {
+        if skip_some && cpu >= 2 {
+            continue;
+        }
+        let c = cpu.to_string();
+        b.add(
+            "synth_cpu_busy_ratio",
+            &[("instance", HOST), ("cpu", &c)],
+            t,
+            0.3 + 0.1 * noise(k, cpu),
+        );
+    }
+    if !skip_some {
+        let disk = if burst { 400e6 } else { 5e6 } * (1.0 + 0.5 * noise(k, 10));
+        b.add(
+            "synth_disk_written_bytes_per_second",
+            &[("instance", HOST), ("device", "sda")],
+            t,
+            disk,
+        );
+    }
+    b.add(
+        "synth_memory_dirty_bytes",
+        &[("instance", HOST)],
+        t,
+        if dirty { 4e9 } else { 1e8 } * (1.0 + 0.05 * noise(k, 12)),
+    );
+}
+
+const GAUGES: &str =
+    "metrics:\n  - expr: synth_cpu_busy_ratio\n    subsystem: cpu\n    kind: dynamic\n  \
+     - expr: synth_disk_written_bytes_per_second\n    subsystem: storage\n    kind: dynamic\n  \
+     - expr: synth_memory_dirty_bytes\n    subsystem: memory\n    kind: dynamic\n";
+
+/// The analyzer's configuration over `prom`, with `metrics` and Alertmanager at `am`.
+fn config(prom: &str, am: &str, metrics: &str) -> String {
+    format!(
+        "listen_address: {{listen}}\nstate_dir: {{state}}\nsource:\n  prometheus:\n    url: {prom}\n    timeout: 2s\n\
+         {metrics}\
+         analysis:\n  warmup: 2m\n  baseline: 4m\n  refit_every: 10m\n\
+         outputs:\n  remote_write:\n    url: {prom}/api/v1/write\n  alertmanager:\n    urls: [{am}]\n    resend_interval: 2s\n    timeout: 2s\n"
+    )
+}
+
+fn metric(an: &Analyzer, name: &str) -> f64 {
+    an.metric(name).unwrap_or(f64::NAN)
+}
+
+/// End times (Unix seconds) of the host's windows with at least two detectors agreeing over
+/// the last `range`, from the anomaly series the analyzer wrote back.
+fn agreeing_windows(prom: &Prom, range: &str) -> Vec<f64> {
+    let q = format!("(reveal_anomaly_agreement{{instance=\"{HOST}\"}} >= 2)[{range}:1s]");
+    let path = format!(
+        "/api/v1/query?{}",
+        reveal_e2e::http::form(&[("query", q.as_str())])
+    );
+    let r = reveal_e2e::http::get(prom.addr, &path).expect("query");
+    let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+    v["data"]["result"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|s| s["values"].as_array().cloned().unwrap_or_default())
+        .filter_map(|p| p[0].as_f64())
+        .collect()
+}
+
+/// libfaketime's preload library (Debian package libfaketime), wherever the architecture
+/// puts it.
+fn libfaketime() -> Option<PathBuf> {
+    let found = std::fs::read_dir("/usr/lib")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|d| d.path().join("faketime/libfaketime.so.1"))
+        .find(|p| p.is_file());
+    let path = found.unwrap_or_else(|| PathBuf::from("/usr/lib/faketime/libfaketime.so.1"));
+    require_tool(path.to_str()?, "libfaketime")
+}
+
+#[test]
+fn a_clock_stepping_back_repeats_no_window_and_keeps_the_alert_firing() {
+    if prometheus::available().is_none() || alertmanager::available().is_none() {
+        return;
+    }
+    let Some(lib) = libfaketime() else { return };
+    let prom = Prom::start();
+    let hook = Recorder::start();
+    let am = Alertmanager::with_webhook(&format!("{}/hook", hook.url()));
+    let burst = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new(AtomicBool::new(false));
+    let b = burst.clone();
+    let feeder = synth::feed(
+        format!("{}/api/v1/write", prom.url()),
+        move |batch, k| {
+            let burst = b.load(Ordering::Relaxed);
+            gauges(
+                batch,
+                k,
+                Host {
+                    burst,
+                    ..Host::default()
+                },
+            )
+        },
+        stop.clone(),
+    );
+    std::thread::sleep(Duration::from_secs(2));
+
+    // The analyzer's wall clock is read through libfaketime from this file ("+0", later
+    // "-40s"); its monotonic clock is left alone, as an NTP step leaves it.
+    let dir = TempDir::new("reveal-clock");
+    let offset = dir.write("offset", "+0\n");
+    let env = [
+        ("LD_PRELOAD", lib.to_str().unwrap()),
+        ("FAKETIME_TIMESTAMP_FILE", offset.to_str().unwrap()),
+        ("FAKETIME_NO_CACHE", "1"),
+        ("FAKETIME_DONT_FAKE_MONOTONIC", "1"),
+    ];
+    let an = Analyzer::start_with_env(&config(&prom.url(), &am.url(), GAUGES), &env);
+    wait(
+        "ready",
+        Duration::from_secs(60),
+        || an.status("/-/ready") == 200,
+        || an.logs(),
+    );
+    burst.store(true, Ordering::Relaxed);
+    let fired = hook.wait_for(Duration::from_secs(30), |r| about_host(r, "firing"));
+    let fired = fired.unwrap_or_else(|| panic!("no firing alert\n{}", an.logs()));
+    let starts_at = same_instant(fired.json()["alerts"][0]["startsAt"].as_str().unwrap());
+
+    // The clock steps back 40 s.
+    std::fs::write(&offset, "-40s\n").unwrap();
+    wait(
+        "the step noticed",
+        Duration::from_secs(10),
+        || metric(&an, "reveal_analyzer_clock_steps_back_total") == 1.0,
+        || an.logs(),
+    );
+    assert!(
+        an.logs().contains("the clock stepped back"),
+        "{}",
+        an.logs()
+    );
+    let analyzed = metric(&an, "reveal_analyzer_windows_analyzed_total");
+    // For 25 s, five times the alert's 8 s lifetime in Alertmanager: nothing analyzed again,
+    // the analyzer healthy, the alert active in Alertmanager all along.
+    let until = Instant::now() + Duration::from_secs(25);
+    while Instant::now() < until {
+        let active = am
+            .alerts()
+            .unwrap()
+            .into_iter()
+            .filter(|a| a["labels"]["instance"] == HOST && a["status"]["state"] == "active")
+            .count();
+        assert!(
+            active >= 1,
+            "the alert expired while the clock was behind\n{}",
+            an.logs()
+        );
+        assert_eq!(an.status("/-/healthy"), 200);
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    assert_eq!(
+        metric(&an, "reveal_analyzer_windows_analyzed_total"),
+        analyzed,
+        "windows analyzed while the clock was behind the last analyzed one\n{}",
+        an.logs()
+    );
+    assert!(metric(&an, "reveal_analyzer_lag_seconds") < 0.0);
+    assert!(
+        !hook.requests().iter().any(|r| about_host(r, "resolved")),
+        "resolved while the clock was behind"
+    );
+
+    // Once the clock passes the last analyzed window, analysis resumes where it stopped.
+    wait(
+        "analysis resumed",
+        Duration::from_secs(40),
+        || metric(&an, "reveal_analyzer_windows_analyzed_total") > analyzed + 3.0,
+        || an.logs(),
+    );
+    assert!(an.logs().contains("analysis resumes"), "{}", an.logs());
+    // The analyzer now reads the data 40 s behind Prometheus' clock (only its own clock
+    // stepped), so the burst's end reaches it 40 s late.
+    burst.store(false, Ordering::Relaxed);
+    let resolved = hook.wait_for(Duration::from_secs(90), |r| about_host(r, "resolved"));
+    assert!(resolved.is_some(), "no resolution\n{}", an.logs());
+    let starts: std::collections::BTreeSet<String> = hook
+        .requests()
+        .iter()
+        .flat_map(|r| r.json()["alerts"].as_array().cloned().unwrap_or_default())
+        .filter(|a| a["labels"]["instance"] == HOST)
+        .map(|a| same_instant(a["startsAt"].as_str().unwrap_or("")))
+        .collect();
+    assert_eq!(starts.into_iter().collect::<Vec<_>>(), vec![starts_at]);
+    assert_eq!(
+        metric(&an, "reveal_analyzer_episodes_opened_total"),
+        1.0,
+        "{}",
+        an.logs()
+    );
+    stop.store(true, Ordering::Relaxed);
+    feeder.join().unwrap();
+}
+
+/// Counter phases of [`Counters`].
+const STEADY: u8 = 0;
+const RESETS: u8 = 1;
+const BURST: u8 = 2;
+
+/// Two raw counters of one interface, as the host's exporter exposes them:
+/// - bytes received, about 1 MB a step (fifty times that in `BURST`); a long-running
+///   interface's large total, which in `RESETS` starts over from zero every 10 s (the
+///   interface re-created, the exporter restarted);
+/// - bytes sent, about 15 MB a step (1.2 Gbit/s) on a 32-bit counter, as SNMP's `ifOutOctets`
+///   and some devices keep it: it wraps every 29 s.
+#[derive(Default)]
+struct Counters {
+    received: f64,
+    sent: u64,
+    last_reset: i64,
+    /// Times (ms) of the resets and of the wraps, for failure messages.
+    events: Arc<std::sync::Mutex<(Vec<i64>, Vec<i64>)>>,
+}
+
+impl Counters {
+    fn sample(&mut self, b: &mut Batch, k: i64, phase: u8) {
+        let t = k * 100;
+        if self.received == 0.0 {
+            self.received = 1e12;
+        }
+        let per_step = if phase == BURST { 50e6 } else { 1e6 };
+        self.received += (per_step * (1.0 + 0.2 * noise(k, 20))).round();
+        if phase == RESETS && k - self.last_reset >= 100 {
+            self.last_reset = k;
+            self.received = (1e6 * (1.0 + 0.2 * noise(k, 21))).round();
+            self.events.lock().unwrap().0.push(t);
+        }
+        b.add(
+            "synth_network_received_bytes_total",
+            &[("instance", HOST), ("device", "eth0")],
+            t,
+            self.received,
+        );
+        let sent = (15e6 * (1.0 + 0.2 * noise(k, 22))) as u64;
+        if self.sent + sent >= 1 << 32 {
+            self.events.lock().unwrap().1.push(t);
+        }
+        self.sent = (self.sent + sent) % (1 << 32);
+        b.add(
+            "synth_network_transmit_bytes_total",
+            &[("instance", HOST), ("device", "eth0")],
+            t,
+            self.sent as f64,
+        );
+    }
+}
+
+#[test]
+fn counter_resets_and_wraps_are_not_flagged_and_a_burst_after_them_is_found() {
+    if prometheus::available().is_none() || alertmanager::available().is_none() {
+        return;
+    }
+    let prom = Prom::start();
+    let hook = Recorder::start();
+    let am = Alertmanager::with_webhook(&format!("{}/hook", hook.url()));
+    let phase = Arc::new(AtomicU8::new(STEADY));
+    let stop = Arc::new(AtomicBool::new(false));
+    let p = phase.clone();
+    let mut state = Counters::default();
+    let events = state.events.clone();
+    let feeder = synth::feed(
+        format!("{}/api/v1/write", prom.url()),
+        move |batch, k| {
+            gauges(batch, k, Host::default());
+            state.sample(batch, k, p.load(Ordering::Relaxed));
+        },
+        stop.clone(),
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    let metrics = format!(
+        "{GAUGES}  - expr: synth_network_received_bytes_total\n    subsystem: network\n    kind: dynamic\n  \
+         - expr: synth_network_transmit_bytes_total\n    subsystem: network\n    kind: dynamic\n"
+    );
+    let an = Analyzer::start(&config(&prom.url(), &am.url(), &metrics));
+    wait(
+        "ready",
+        Duration::from_secs(60),
+        || an.status("/-/ready") == 200,
+        || an.logs(),
+    );
+
+    // 45 s of resets every 10 s, and a wrap of the 32-bit counter every 29 s.
+    phase.store(RESETS, Ordering::Relaxed);
+    let from_ms = synth::now_ms();
+    let analyzed = metric(&an, "reveal_analyzer_windows_analyzed_total");
+    std::thread::sleep(Duration::from_secs(45));
+    assert!(metric(&an, "reveal_analyzer_windows_analyzed_total") >= analyzed + 35.0);
+    let (resets, wraps) = events.lock().unwrap().clone();
+    let during = |v: &[i64]| v.iter().filter(|&&t| t >= from_ms).count();
+    assert!(
+        during(&resets) >= 4 && during(&wraps) >= 1,
+        "{resets:?} {wraps:?}"
+    );
+    // A window holding a reset or a wrap is not flagged (an ordinary window may be, by
+    // construction about one in a few hundred here).
+    let agreeing = agreeing_windows(&prom, "45s");
+    let holds = |end_s: f64| {
+        let end = (end_s * 1000.0) as i64;
+        resets
+            .iter()
+            .chain(&wraps)
+            .any(|&t| t > end - 3000 && t <= end)
+    };
+    assert!(
+        !agreeing.iter().any(|&e| holds(e)),
+        "windows flagged at {agreeing:?}; resets at {resets:?}, wraps at {wraps:?} (ms)\n{}",
+        an.logs()
+    );
+    assert_eq!(
+        metric(&an, "reveal_analyzer_episodes_opened_total"),
+        0.0,
+        "{}",
+        an.logs()
+    );
+    assert_eq!(metric(&an, "reveal_analyzer_query_failures_total"), 0.0);
+
+    // The counter is watched: fifty times its rate opens a network episode about it.
+    phase.store(BURST, Ordering::Relaxed);
+    let fired = hook.wait_for(Duration::from_secs(30), |r| about_host(r, "firing"));
+    let fired = fired.unwrap_or_else(|| panic!("the burst was not found\n{}", an.logs()));
+    let alert = &fired.json()["alerts"][0];
+    assert_eq!(alert["labels"]["subsystem"], "network", "{alert}");
+    assert!(
+        alert["annotations"]["summary"]
+            .as_str()
+            .unwrap_or("")
+            .contains("synth_network_received_bytes_total"),
+        "{alert}"
+    );
+    stop.store(true, Ordering::Relaxed);
+    feeder.join().unwrap();
+}
+
+/// A proxy in front of `upstream` that forwards every request and, while `cut` is set,
+/// answers range queries with only the first half of Prometheus' answer.
+fn cutting_proxy(upstream: std::net::SocketAddr, cut: Arc<AtomicBool>) -> Recorder {
+    let proxy = Recorder::start();
+    proxy.respond(move |r| {
+        let headers: Vec<(&str, &str)> = r
+            .headers
+            .iter()
+            .filter(|(k, _)| !matches!(k.as_str(), "host" | "content-length" | "connection"))
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        match reveal_e2e::http::request(upstream, &r.method, &r.path, &headers, &r.body) {
+            Ok(mut resp) => {
+                if cut.load(Ordering::Relaxed) && r.path.starts_with("/api/v1/query_range") {
+                    resp.body.truncate(resp.body.len() / 2);
+                }
+                (resp.status, resp.body)
+            }
+            Err(e) => (502, e.to_string().into_bytes()),
+        }
+    });
+    proxy
+}
+
+#[test]
+fn answers_cut_off_half_way_are_failed_queries_and_caught_up_after() {
+    if prometheus::available().is_none() {
+        return;
+    }
+    let prom = Prom::start();
+    let hook = Recorder::start();
+    let stop = Arc::new(AtomicBool::new(false));
+    let feeder = synth::feed(
+        format!("{}/api/v1/write", prom.url()),
+        |batch, k| gauges(batch, k, Host::default()),
+        stop.clone(),
+    );
+    let cut = Arc::new(AtomicBool::new(false));
+    let proxy = cutting_proxy(prom.addr, cut.clone());
+    std::thread::sleep(Duration::from_secs(2));
+    // Queries through the proxy; remote write straight to Prometheus.
+    let cfg = config(&proxy.url(), &hook.url(), GAUGES).replace(
+        &format!("url: {}/api/v1/write", proxy.url()),
+        &format!("url: {}/api/v1/write", prom.url()),
+    );
+    let an = Analyzer::start(&cfg);
+    wait(
+        "ready",
+        Duration::from_secs(60),
+        || an.status("/-/ready") == 200,
+        || an.logs(),
+    );
+    let before = metric(&an, "reveal_analyzer_windows_analyzed_total");
+    cut.store(true, Ordering::Relaxed);
+    let cut_at = Instant::now();
+    wait(
+        "failed queries",
+        Duration::from_secs(20),
+        || metric(&an, "reveal_analyzer_query_failures_total") >= 3.0,
+        || an.logs(),
+    );
+    let during = metric(&an, "reveal_analyzer_windows_analyzed_total");
+    std::thread::sleep(Duration::from_secs(5));
+    // Nothing is analyzed from half an answer; the analyzer is up and says it is not ready.
+    assert_eq!(
+        metric(&an, "reveal_analyzer_windows_analyzed_total"),
+        during,
+        "{}",
+        an.logs()
+    );
+    assert!(during <= before + 2.0, "{before} -> {during}");
+    assert_eq!(an.status("/-/healthy"), 200);
+    assert_eq!(an.status("/-/ready"), 503);
+    assert!(
+        an.logs().contains("fetch failed; the next pass catches up"),
+        "{}",
+        an.logs()
+    );
+
+    // Whole answers again: the gap is analyzed, nothing is flagged for it.
+    cut.store(false, Ordering::Relaxed);
+    let gap_s = cut_at.elapsed().as_secs_f64();
+    wait(
+        "caught up",
+        Duration::from_secs(30),
+        || {
+            an.status("/-/ready") == 200
+                && an.metric("reveal_analyzer_lag_seconds").unwrap_or(99.0) < 3.0
+        },
+        || an.logs(),
+    );
+    let after = metric(&an, "reveal_analyzer_windows_analyzed_total");
+    assert!(
+        after >= before + gap_s - 2.0,
+        "the gap of {gap_s:.0} s was not analyzed: {before} -> {after}\n{}",
+        an.logs()
+    );
+    assert_eq!(metric(&an, "reveal_analyzer_episodes_opened_total"), 0.0);
+    stop.store(true, Ordering::Relaxed);
+    feeder.join().unwrap();
+}
+
+#[test]
+fn series_that_go_stale_and_return_open_no_episode_and_the_rest_is_still_watched() {
+    if prometheus::available().is_none() || alertmanager::available().is_none() {
+        return;
+    }
+    let prom = Prom::start();
+    let hook = Recorder::start();
+    let am = Alertmanager::with_webhook(&format!("{}/hook", hook.url()));
+    // 0: all series; 1: two CPUs and the disk gone (marked stale once); 2: gone, and the
+    // memory's dirty pages jump fortyfold.
+    let phase = Arc::new(AtomicU8::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let p = phase.clone();
+    let mut marked = false;
+    let feeder = synth::feed(
+        format!("{}/api/v1/write", prom.url()),
+        move |b, k| {
+            let ph = p.load(Ordering::Relaxed);
+            let h = Host {
+                skip_some: ph > 0,
+                dirty: ph == 2,
+                ..Host::default()
+            };
+            gauges(b, k, h);
+            if ph > 0 && !marked {
+                marked = true;
+                for cpu in ["2", "3"] {
+                    let l = [("instance", HOST), ("cpu", cpu)];
+                    b.add_stale("synth_cpu_busy_ratio", &l, k * 100);
+                }
+                let l = [("instance", HOST), ("device", "sda")];
+                b.add_stale("synth_disk_written_bytes_per_second", &l, k * 100);
+            }
+            if ph == 0 {
+                marked = false;
+            }
+        },
+        stop.clone(),
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    let an = Analyzer::start(&config(&prom.url(), &am.url(), GAUGES));
+    wait(
+        "ready",
+        Duration::from_secs(60),
+        || an.status("/-/ready") == 200,
+        || an.logs(),
+    );
+
+    // Three of the host's six series vanish for 25 s: the rest is still analyzed, and the
+    // gap is no anomaly.
+    phase.store(1, Ordering::Relaxed);
+    let analyzed = metric(&an, "reveal_analyzer_windows_analyzed_total");
+    std::thread::sleep(Duration::from_secs(25));
+    let now = metric(&an, "reveal_analyzer_windows_analyzed_total");
+    assert!(now >= analyzed + 18.0, "{analyzed} -> {now}\n{}", an.logs());
+    assert_eq!(
+        metric(&an, "reveal_analyzer_episodes_opened_total"),
+        0.0,
+        "the gap opened an episode: {:?}\n{}",
+        am.alerts(),
+        an.logs()
+    );
+    assert_eq!(metric(&an, "reveal_analyzer_query_failures_total"), 0.0);
+
+    // What is left is watched: a fault on it is found while the others are gone.
+    phase.store(2, Ordering::Relaxed);
+    let fired = hook.wait_for(Duration::from_secs(30), |r| about_host(r, "firing"));
+    let fired = fired.unwrap_or_else(|| panic!("no alert during the gap\n{}", an.logs()));
+    assert_eq!(
+        fired.json()["alerts"][0]["labels"]["subsystem"],
+        "memory",
+        "{}",
+        fired.json()
+    );
+
+    // Everything back: the episode resolves and no other opens.
+    phase.store(0, Ordering::Relaxed);
+    let resolved = hook.wait_for(Duration::from_secs(40), |r| about_host(r, "resolved"));
+    assert!(resolved.is_some(), "no resolution\n{}", an.logs());
+    std::thread::sleep(Duration::from_secs(15));
+    assert_eq!(
+        metric(&an, "reveal_analyzer_episodes_opened_total"),
+        1.0,
+        "{}",
+        an.logs()
+    );
+    stop.store(true, Ordering::Relaxed);
+    feeder.join().unwrap();
+}
