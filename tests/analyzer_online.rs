@@ -17,13 +17,13 @@
 //! page-out counters (memory subsystem), and this test checks the storage path, not which of
 //! two truthful attributions wins.
 
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use reveal_e2e::alertmanager;
 use reveal_e2e::analyzer::Analyzer;
+use reveal_e2e::disk::{background_io, write_burst};
 use reveal_e2e::prometheus;
 use reveal_e2e::recorder::Request;
 use reveal_e2e::stack::Stack;
@@ -52,38 +52,6 @@ fn firing_storage(r: &Request, instance: &str) -> bool {
                 x["labels"]["instance"] == instance && x["labels"]["subsystem"] == "storage"
             })
         })
-}
-
-/// Writes 16 MiB with O_DIRECT every 50 ms (a few hundred MB/s) to one temp file, rewritten
-/// in place so the disk holds 16 MiB at most, until `stop` or `limit`, whichever comes first.
-fn write_burst(
-    dir: std::path::PathBuf,
-    stop: Arc<AtomicBool>,
-    limit: Duration,
-) -> std::thread::JoinHandle<u32> {
-    std::thread::spawn(move || {
-        let file = dir.join("burst");
-        let start = Instant::now();
-        let mut runs = 0;
-        while !stop.load(Ordering::Relaxed) && start.elapsed() < limit {
-            let ok = Command::new("dd")
-                .args([
-                    "if=/dev/zero",
-                    "bs=1M",
-                    "count=16",
-                    "oflag=direct",
-                    "conv=notrunc",
-                ])
-                .arg(format!("of={}", file.display()))
-                .stderr(std::process::Stdio::null())
-                .status()
-                .is_ok_and(|s| s.success());
-            runs += u32::from(ok);
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = std::fs::remove_file(&file);
-        runs
-    })
 }
 
 #[test]
@@ -251,32 +219,4 @@ fn write_burst_becomes_a_storage_alert_and_resolves() {
     quiet.store(true, Ordering::Relaxed);
     background.join().unwrap();
     drop(exporter);
-}
-
-/// 1 MiB with O_DIRECT every 2 s until `stop` (at most 5 minutes).
-fn background_io(dir: std::path::PathBuf, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
-    std::thread::spawn(move || {
-        let file = dir.join("background");
-        let start = Instant::now();
-        while !stop.load(Ordering::Relaxed) && start.elapsed() < Duration::from_secs(300) {
-            let _ = Command::new("dd")
-                .args([
-                    "if=/dev/zero",
-                    "bs=1M",
-                    "count=1",
-                    "oflag=direct",
-                    "conv=notrunc",
-                ])
-                .arg(format!("of={}", file.display()))
-                .stderr(std::process::Stdio::null())
-                .status();
-            for _ in 0..20 {
-                if stop.load(Ordering::Relaxed) {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(100));
-            }
-        }
-        let _ = std::fs::remove_file(&file);
-    })
 }

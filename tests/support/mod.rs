@@ -18,6 +18,7 @@
 
 pub mod alertmanager;
 pub mod analyzer;
+pub mod disk;
 pub mod fuzz;
 pub mod http;
 pub mod netns;
@@ -25,6 +26,7 @@ pub mod prometheus;
 pub mod recorder;
 pub mod stack;
 pub mod tls;
+pub mod victoria;
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
