@@ -83,6 +83,8 @@ pub struct Service {
     clock: steady::SteadyClock,
     /// Since when the wall clock has been behind the last analyzed window (it stepped back).
     clock_behind_since: Option<Instant>,
+    /// Windows skipped since the last warm-up log line, by reason.
+    skipped_since_log: std::collections::BTreeMap<&'static str, u64>,
 }
 
 impl Service {
@@ -164,7 +166,10 @@ impl Service {
             let outcomes = self.engine.process(m, after, target, &self.metrics);
             for o in outcomes {
                 match o {
-                    Outcome::Skipped { reason, .. } => self.metrics.skipped(reason, 1),
+                    Outcome::Skipped { reason, .. } => {
+                        self.metrics.skipped(reason, 1);
+                        *self.skipped_since_log.entry(reason).or_default() += 1;
+                    }
                     Outcome::Scored(w) => {
                         self.metrics.windows_analyzed.inc();
                         if w.agreement > 0 {
@@ -371,11 +376,30 @@ impl Service {
                 .is_none_or(|t| t.elapsed() >= Duration::from_secs(10))
         {
             self.last_warmup_log = Some(Instant::now());
-            tracing::info!(
-                remaining_s = st.warmup_remaining_ms / 1000,
-                baseline_windows = st.baseline_windows,
-                "warming up: collecting baseline windows before the first fit"
-            );
+            let skipped = std::mem::take(&mut self.skipped_since_log)
+                .iter()
+                .map(|(r, n)| format!("{r}: {n}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let hosts = self.metrics.hosts.get();
+            if hosts == 0 {
+                // Nothing to learn from: say so, rather than count down a warm-up that
+                // cannot end.
+                tracing::warn!(
+                    baseline_windows = st.baseline_windows,
+                    "warming up, but the source returned no series for the newest windows: is \
+                     the newest data queryable? (VictoriaMetrics hides the last 30 s unless \
+                     started with -search.latencyOffset=1s; or raise analysis.delay)"
+                );
+            } else {
+                tracing::info!(
+                    remaining_s = st.warmup_remaining_ms / 1000,
+                    baseline_windows = st.baseline_windows,
+                    hosts,
+                    skipped = %skipped,
+                    "warming up: collecting baseline windows before the first fit"
+                );
+            }
         }
     }
 

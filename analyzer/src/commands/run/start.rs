@@ -135,6 +135,7 @@ impl Service {
                 learned: false,
                 clock: super::steady::SteadyClock::new(),
                 clock_behind_since: None,
+                skipped_since_log: Default::default(),
             },
             server_task,
         ))
