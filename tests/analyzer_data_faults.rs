@@ -242,13 +242,7 @@ fn a_clock_stepping_back_repeats_no_window_and_keeps_the_alert_firing() {
     burst.store(false, Ordering::Relaxed);
     let resolved = hook.wait_for(Duration::from_secs(90), |r| about_host(r, "resolved"));
     assert!(resolved.is_some(), "no resolution\n{}", an.logs());
-    let starts: std::collections::BTreeSet<String> = hook
-        .requests()
-        .iter()
-        .flat_map(|r| r.json()["alerts"].as_array().cloned().unwrap_or_default())
-        .filter(|a| a["labels"]["instance"] == HOST)
-        .map(|a| same_instant(a["startsAt"].as_str().unwrap_or("")))
-        .collect();
+    let starts = synth::alert_starts(&hook.requests());
     assert_eq!(starts.into_iter().collect::<Vec<_>>(), vec![starts_at]);
     assert_eq!(
         metric(&an, "reveal_analyzer_episodes_opened_total"),

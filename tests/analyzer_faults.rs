@@ -225,13 +225,7 @@ fn survives_outages_and_restarts_without_duplicating_the_episode() {
         hook.requests().len(),
         an.logs()
     );
-    let starts: std::collections::BTreeSet<String> = hook
-        .requests()
-        .iter()
-        .flat_map(|r| r.json()["alerts"].as_array().cloned().unwrap_or_default())
-        .filter(|a| a["labels"]["instance"] == HOST)
-        .map(|a| same_instant(a["startsAt"].as_str().unwrap_or("")))
-        .collect();
+    let starts = synth::alert_starts(&hook.requests());
     assert_eq!(
         starts.len(),
         1,

@@ -154,3 +154,14 @@ pub fn prom_query(p: &Prom, q: &str) -> f64 {
         .and_then(|s| s.parse().ok())
         .unwrap_or(f64::NAN)
 }
+
+/// The distinct `startsAt` (as [`same_instant`] writes them) of the synthetic host's alerts
+/// across webhook deliveries: one per episode that reached Alertmanager.
+pub fn alert_starts(requests: &[Request]) -> std::collections::BTreeSet<String> {
+    requests
+        .iter()
+        .flat_map(|r| r.json()["alerts"].as_array().cloned().unwrap_or_default())
+        .filter(|a| a["labels"]["instance"] == HOST)
+        .map(|a| same_instant(a["startsAt"].as_str().unwrap_or("")))
+        .collect()
+}
