@@ -107,6 +107,10 @@ with_http_client! {
         /// Label that tells hosts apart in query results.
         #[serde(default = "default_host_label")]
         pub host_label: String,
+        /// This analyzer's share of the hosts, `i/k`, when k analyzers split them
+        /// (`reveal-analyzer run --shard` overrides it); every host when unset.
+        #[serde(default)]
+        pub shard: Option<crate::ingest::shard::Shard>,
     }
 }
 
@@ -152,6 +156,11 @@ pub struct AnalysisConfig {
     pub warmup: PromDuration,
     /// Seed of the randomized detectors.
     pub seed: u64,
+    /// How long a host may have no series before it is forgotten: its baseline and model
+    /// freed, as for a node taken out of the cluster. Its open episode ends sooner, after
+    /// `episodes.close_after` strides without series. A host that comes back later warms up
+    /// again like a new one.
+    pub forget_host_after: PromDuration,
     /// When flagged windows become an episode (and an alert).
     pub episodes: EpisodeConfig,
     /// Parameters of the three detectors: absent or `default` for the defaults
@@ -212,6 +221,7 @@ impl Default for AnalysisConfig {
             refit_every: PromDuration(Duration::from_secs(5 * 60)),
             warmup: PromDuration(Duration::from_secs(5 * 60)),
             seed: 42,
+            forget_host_after: PromDuration(Duration::from_secs(10 * 60)),
             episodes: EpisodeConfig::default(),
             detectors: None,
         }
@@ -498,6 +508,16 @@ impl Config {
         }
         if a.refit_every.0.is_zero() {
             return err("analysis.refit_every", "must be positive".into());
+        }
+        if a.forget_host_after.0 < a.stride.0 * e.close_after {
+            return err(
+                "analysis.forget_host_after",
+                format!(
+                    "{} is shorter than the {} strides that end a silent host's episode \
+                     (episodes.close_after)",
+                    a.forget_host_after, e.close_after
+                ),
+            );
         }
         if let Some(d) = &a.detectors {
             // Checked at every fit too, but there a refused detector is only left out with a

@@ -56,6 +56,11 @@ struct RunArgs {
     /// Log filter, as RUST_LOG (`info`, `reveal_analyzer=debug`).
     #[arg(long = "log.level", default_value = "info")]
     log_level: String,
+    /// Analyze only shard INDEX of COUNT of the hosts (`0/3`, `1/3`, `2/3` for three
+    /// replicas), split as Prometheus' `hashmod` splits them; overrides
+    /// `source.prometheus.shard`.
+    #[arg(long = "shard", value_name = "INDEX/COUNT")]
+    shard: Option<reveal_analyzer::ingest::shard::Shard>,
 }
 
 fn init_logs(filter: &str) {
@@ -69,13 +74,25 @@ fn init_logs(filter: &str) {
 fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     init_logs(&args.log_level);
     // A bad config is refused before anything starts, with file, line and reason.
-    let config = match reveal_analyzer::config::Config::load(&args.config_file) {
+    let mut config = match reveal_analyzer::config::Config::load(&args.config_file) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("reveal-analyzer: bad configuration: {e}");
             return Ok(ExitCode::from(2));
         }
     };
+    if let Some(shard) = args.shard {
+        match config.source.prometheus.as_mut() {
+            Some(p) => p.shard = Some(shard),
+            None => {
+                eprintln!(
+                    "reveal-analyzer: --shard splits the hosts of a Prometheus source; with \
+                     `source.scrape` list each analyzer's own targets instead"
+                );
+                return Ok(ExitCode::from(2));
+            }
+        }
+    }
     if args.check_config {
         println!("{}: OK", args.config_file.display());
         return Ok(ExitCode::SUCCESS);

@@ -10,6 +10,7 @@ pub struct Analyzer {
     addr: SocketAddr,
     dir: TempDir,
     env: Vec<(String, String)>,
+    args: Vec<String>,
 }
 
 impl Analyzer {
@@ -21,6 +22,12 @@ impl Analyzer {
 
     /// [`Analyzer::start`] with extra environment variables (kept for restarts).
     pub fn start_with_env(config: &str, env: &[(&str, &str)]) -> Analyzer {
+        Analyzer::start_with(config, env, &[])
+    }
+
+    /// [`Analyzer::start`] with extra environment variables and command-line arguments after
+    /// `run --config.file=…` (both kept for restarts).
+    pub fn start_with(config: &str, env: &[(&str, &str)], args: &[&str]) -> Analyzer {
         let dir = TempDir::new("reveal-analyzer");
         let addr = loopback(free_port());
         let text = config
@@ -35,6 +42,7 @@ impl Analyzer {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
+            args: args.iter().map(|a| a.to_string()).collect(),
         };
         a.restart();
         a
@@ -50,6 +58,7 @@ impl Analyzer {
                     "--config.file={}",
                     self.dir.path().join("analyzer.yml").display()
                 ))
+                .args(&self.args)
                 .env("RUST_LOG", "info,reveal_analyzer=debug")
                 .envs(self.env.iter().map(|(k, v)| (k, v))),
         );
@@ -68,6 +77,11 @@ impl Analyzer {
 
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Its state directory (checkpoint, and reports when the config puts them there).
+    pub fn state_dir(&self) -> std::path::PathBuf {
+        self.dir.path().join("state")
     }
 
     pub fn logs(&self) -> String {

@@ -73,6 +73,16 @@ impl Prom {
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
     }
+    /// Replaces its configuration and reloads it (SIGHUP), as an operator would.
+    pub fn reload(&self, yml: &str) {
+        self.dir.write("prometheus.yml", yml);
+        let pid = self.proc.as_ref().expect("Prometheus runs").pid();
+        let ok = std::process::Command::new("kill")
+            .args(["-HUP", &pid.to_string()])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "SIGHUP to Prometheus");
+    }
 }
 
 /// Deterministic noise in [-0.5, 0.5) from a step index and a channel.

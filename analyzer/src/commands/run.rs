@@ -196,6 +196,7 @@ impl Service {
                 }
             }
         }
+        self.sweep_silent_hosts(target);
         // Hosts against each other (persistent deviations, DESIGN step 7) and regime changes.
         self.group_outputs(&mut batch);
         self.report_warmup();
@@ -218,6 +219,31 @@ impl Service {
         self.metrics
             .lag_seconds
             .set((now_ms() - target) as f64 / 1000.0);
+    }
+
+    /// Hosts with no series in this pass: their episodes end, and long-silent ones are
+    /// forgotten ([`Engine::sweep`]).
+    fn sweep_silent_hosts(&mut self, target: i64) {
+        let sweep = self.engine.sweep(target);
+        self.metrics.hosts_silent.set(sweep.silent as i64);
+        for ev in sweep.ended {
+            if let Event::Closed(ep) = &ev {
+                tracing::info!(
+                    host = %ep.instance,
+                    episode = %ep.id,
+                    "the host has no series any more; its episode ends"
+                );
+            }
+            self.on_event(ev);
+        }
+        for host in sweep.forgotten {
+            self.metrics.hosts_forgotten.inc();
+            tracing::info!(
+                %host,
+                after = %self.config.analysis.forget_host_after,
+                "forgot a host without series (its baseline is freed; if it comes back it warms up again)"
+            );
+        }
     }
 
     /// The hosts' matrices for the windows ending in `(after, until]`: one window length
@@ -364,6 +390,9 @@ impl Service {
     fn report_warmup(&mut self) {
         let st = self.engine.status();
         self.metrics.warming_up.set(i64::from(st.warming_up));
+        self.metrics
+            .hosts_warming_up
+            .set(st.hosts_warming_up as i64);
         self.metrics
             .warmup_remaining_seconds
             .set(st.warmup_remaining_ms as f64 / 1000.0);

@@ -386,3 +386,28 @@ fn episode_parameters_are_checked_with_their_key() {
     .unwrap();
     assert_eq!(c.analysis.episodes.confirm_after, 1);
 }
+
+#[test]
+fn a_shard_is_read_and_a_bad_one_refused_with_its_line() {
+    let text = minimal().replace("    url:", "    shard: 2/3\n    url:");
+    let c = Config::parse(&text, Path::new("s.yml")).unwrap();
+    let shard = c.source.prometheus.unwrap().shard.unwrap();
+    assert_eq!((shard.index, shard.count), (2, 3));
+    let e = refused(&minimal().replace("    url:", "    shard: 3/3\n    url:"));
+    assert_eq!(e.line, Some(3), "{e}");
+    assert!(e.msg.contains("not a shard"), "{e}");
+}
+
+#[test]
+fn forgetting_a_host_before_its_episode_ends_is_refused() {
+    let e = refused(&(minimal() + "analysis:\n  forget_host_after: 2s\n"));
+    assert!(e.msg.starts_with("analysis.forget_host_after:"), "{e}");
+    let c = Config::parse(
+        &(minimal() + "analysis:\n  forget_host_after: 1h\n"),
+        Path::new("f.yml"),
+    );
+    assert_eq!(
+        c.unwrap().analysis.forget_host_after.0,
+        Duration::from_secs(3600)
+    );
+}

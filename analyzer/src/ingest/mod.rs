@@ -13,6 +13,7 @@ pub mod openmetrics;
 pub mod promapi;
 pub mod prometheus;
 pub mod scrape;
+pub mod shard;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;

@@ -12,12 +12,15 @@ use std::time::Instant;
 use crate::core::matrix::{HostMatrix, Kind, MetricType};
 use crate::ingest::kinds::{default_kind, MetricKind, MetricSet, MetricSpec};
 use crate::ingest::promapi::{Matrix, PromClient, PromError};
+use crate::ingest::shard::Shard;
 use crate::ingest::{Assembler, Source, SourceError, SourceOptions, TimeRange};
 
 pub struct PrometheusSource {
     client: PromClient,
     specs: Vec<MetricSpec>,
     options: SourceOptions,
+    /// The hosts this analyzer owns; series of other hosts are dropped on arrival.
+    shard: Shard,
     /// Warnings the server attached to the latest pass (deduplicated).
     pub last_warnings: Vec<String>,
     /// Duration of the latest pass.
@@ -76,9 +79,16 @@ impl PrometheusSource {
                 default_host: String::new(),
                 metric_set,
             },
+            shard: Shard::ALL,
             last_warnings: Vec::new(),
             last_duration: std::time::Duration::ZERO,
         })
+    }
+
+    /// Keeps only the hosts of `shard` (see [`crate::ingest::shard`]).
+    pub fn with_shard(mut self, shard: Shard) -> Self {
+        self.shard = shard;
+        self
     }
 
     pub fn step_ms(&self) -> i64 {
@@ -130,22 +140,29 @@ impl PrometheusSource {
                 }
             }
         }
-        assemble(&self.specs, &self.options, &results)
+        assemble(&self.specs, &self.options, self.shard, &results)
     }
 }
 
-/// Routes every series of every result to its host's matrix.
+/// Routes every series of every result to its host's matrix; series of hosts outside
+/// `shard` are dropped.
 pub fn assemble(
     specs: &[MetricSpec],
     options: &SourceOptions,
+    shard: Shard,
     results: &[Matrix],
 ) -> Result<Vec<HostMatrix>, SourceError> {
     let mut asm = Assembler::new(options);
     let mut key = String::new();
+    // Each host's hash once per pass, not once per series.
+    let mut owned: std::collections::HashMap<&str, bool> = std::collections::HashMap::new();
     for (spec, m) in specs.iter().zip(results) {
         let fallback = spec.channel_name();
         for s in &m.series {
-            if !s.labels.contains_key(&options.host_label) {
+            let Some(host) = s.labels.get(&options.host_label) else {
+                continue;
+            };
+            if !*owned.entry(host).or_insert_with(|| shard.owns(host)) {
                 continue;
             }
             let (metric, metric_type) = match s.labels.get("__name__") {
@@ -274,7 +291,7 @@ mod tests {
                 warnings: vec![],
             },
         ];
-        let hosts = assemble(&specs, &src.options, &results).unwrap();
+        let hosts = assemble(&specs, &src.options, Shard::ALL, &results).unwrap();
         assert_eq!(
             hosts.iter().map(|h| h.host.as_str()).collect::<Vec<_>>(),
             ["a", "b"]
@@ -305,7 +322,33 @@ mod tests {
     #[test]
     fn empty_results_are_no_hosts() {
         let opts = SourceOptions::default();
-        assert!(assemble(&[], &opts, &[]).unwrap().is_empty());
+        assert!(assemble(&[], &opts, Shard::ALL, &[]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_shard_keeps_only_its_hosts() {
+        let specs = [spec("synth_busy", "cpu", None)];
+        let hosts: Vec<String> = (0..30).map(|n| format!("node-{n}:9100")).collect();
+        let results = vec![Matrix {
+            series: hosts
+                .iter()
+                .map(|h| series(&[("instance", h)], &[(1000, 1.0), (1100, 2.0)]))
+                .collect(),
+            warnings: vec![],
+        }];
+        let opts = SourceOptions::default();
+        let mut seen = Vec::new();
+        for index in 0..3 {
+            let shard = Shard { index, count: 3 };
+            for m in assemble(&specs, &opts, shard, &results).unwrap() {
+                assert!(shard.owns(&m.host));
+                seen.push(m.host);
+            }
+        }
+        seen.sort();
+        let mut all = hosts.clone();
+        all.sort();
+        assert_eq!(seen, all, "every host in exactly one shard");
     }
 
     #[test]

@@ -37,6 +37,8 @@ pub struct EngineParams {
     pub refit_ms: i64,
     pub warmup_ms: i64,
     pub seed: u64,
+    /// A host without series for this long is forgotten ([`Engine::sweep`]).
+    pub forget_host_ms: i64,
     /// Episodes: windows flagged by at least `min_agreement` detectors count as flagged (for
     /// episodes and regime changes, and kept out of the baseline by a detector set that does
     /// not trim); `open_after` of them in a row open an episode, `close_after` quiet ones
@@ -64,6 +66,7 @@ impl EngineParams {
             refit_ms: ms(a.refit_every),
             warmup_ms: ms(a.warmup),
             seed: a.seed,
+            forget_host_ms: ms(a.forget_host_after),
             episodes: a.episodes,
             detectors: a.detectors.clone(),
             calibration: Baseline::Trailing,
@@ -95,12 +98,30 @@ struct HostState {
     left_out: Vec<(LeftOut, i64)>,
     /// Regime changes of this host (DESIGN step 8), over its scored rows.
     regime: Option<RegimeTracker>,
+    /// End of the latest pass that had series of this host.
+    seen_until_ms: i64,
+}
+
+/// Hosts without series in the latest pass ([`Engine::sweep`]).
+#[derive(Debug, Default)]
+pub struct Sweep {
+    /// Episodes ended because their host has been silent for `close_after` strides.
+    pub ended: Vec<Event>,
+    /// Hosts known but absent from the latest pass.
+    pub silent: usize,
+    /// Hosts forgotten now, after `forget_host_ms` without series.
+    pub forgotten: Vec<String>,
 }
 
 /// What the service reports about warm-up.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Status {
+    /// No host has a fitted baseline yet: the analyzer as a whole is not ready.
     pub warming_up: bool,
+    /// Hosts still collecting their first baseline (a host that appears later warms up alone
+    /// while the others are analyzed).
+    pub hosts_warming_up: usize,
+    /// Until every host is fitted.
     pub warmup_remaining_ms: i64,
     pub baseline_windows: usize,
 }
@@ -193,17 +214,56 @@ impl Engine {
         self.full_rows.retain(|r| r.end_ms > oldest);
     }
 
+    /// After a pass that ended at `until`: the hosts that had no series in it. A host silent
+    /// for `close_after` strides has its episode ended (a node that went away mid-fault
+    /// leaves no alert open for ever: `RevealExporterDown` and `RevealAnalysisStale` say
+    /// what happened to it); one silent for `forget_host_ms` is forgotten, its baseline freed.
+    pub fn sweep(&mut self, until: i64) -> Sweep {
+        let p = &self.params;
+        let close_ms = i64::from(p.episodes.close_after.max(1)) * p.window.stride_ms;
+        let mut out = Sweep::default();
+        let mut gone = Vec::new();
+        for (name, h) in &self.hosts {
+            let silent_ms = until - h.seen_until_ms;
+            if silent_ms <= 0 {
+                continue;
+            }
+            out.silent += 1;
+            if silent_ms >= close_ms {
+                out.ended.extend(self.tracker.end(name));
+            }
+            if silent_ms >= p.forget_host_ms {
+                gone.push(name.clone());
+            }
+        }
+        // An episode restored from a checkpoint whose host sent nothing since the restart.
+        for ep in self.tracker.open() {
+            if !self.hosts.contains_key(&ep.instance) {
+                out.ended.extend(self.tracker.end(&ep.instance));
+            }
+        }
+        for name in &gone {
+            self.hosts.remove(name);
+            self.tracker.forget(name);
+            self.full_rows.retain(|r| &r.host != name);
+        }
+        out.silent -= gone.len();
+        out.forgotten = gone;
+        out
+    }
+
     pub fn status(&self) -> Status {
         let need = self.params.warmup_ms;
         let mut st = Status::default();
         for h in self.hosts.values() {
             st.baseline_windows += h.ring.len();
             if h.fitted.is_none() {
-                st.warming_up = true;
+                st.hosts_warming_up += 1;
                 let span = h.ring.span_ms(self.params.window.stride_ms);
                 st.warmup_remaining_ms = st.warmup_remaining_ms.max(need - span);
             }
         }
+        st.warming_up = st.hosts_warming_up == self.hosts.len();
         if self.hosts.is_empty() {
             st.warming_up = true;
             st.warmup_remaining_ms = need;
@@ -294,7 +354,11 @@ impl Engine {
         if self.group.is_some() {
             self.keep_full_rows(&fm);
         }
+        if !learn_only && !self.hosts.is_empty() && !self.hosts.contains_key(&m.host) {
+            tracing::info!(host = %m.host, "a new host: it warms up alone, the others go on");
+        }
         let host = self.hosts.entry(m.host.clone()).or_default();
+        host.seen_until_ms = host.seen_until_ms.max(until);
         // Map this pass's columns into the host's layout, growing it for new channels.
         let set = self.params.detectors.clone().unwrap_or_default();
         let scored: Vec<usize> = fm

@@ -26,6 +26,11 @@ pub struct Phase {
     pub phase: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ShardLabel {
+    pub shard: String,
+}
+
 /// Handles to every self-metric; cloning shares the values.
 #[derive(Clone, Debug)]
 pub struct SelfMetrics {
@@ -36,6 +41,7 @@ pub struct SelfMetrics {
     pub lag_seconds: Gauge<f64, AtomicU64>,
     pub hosts: Gauge,
     pub warming_up: Gauge,
+    pub hosts_warming_up: Gauge,
     pub warmup_remaining_seconds: Gauge<f64, AtomicU64>,
     pub baseline_windows: Gauge,
     pub fits: Counter,
@@ -57,6 +63,12 @@ pub struct SelfMetrics {
     pub checkpoint_failures: Counter,
     /// Times the wall clock stepped back behind the last analyzed window.
     pub clock_steps_back: Counter,
+    /// One series, `{shard="i"}` = k: which share of the hosts this analyzer owns.
+    pub shards: Family<ShardLabel, Gauge>,
+    /// Hosts analyzed before whose series are absent from the latest pass.
+    pub hosts_silent: Gauge,
+    /// Hosts forgotten after `analysis.forget_host_after` without series.
+    pub hosts_forgotten: Counter,
 }
 
 fn latency() -> Histogram {
@@ -65,6 +77,15 @@ fn latency() -> Histogram {
 }
 
 impl SelfMetrics {
+    /// Publishes which shard this analyzer owns: `reveal_analyzer_shards{shard="index"} count`.
+    pub fn set_shard(&self, index: u64, count: u64) {
+        self.shards
+            .get_or_create(&ShardLabel {
+                shard: index.to_string(),
+            })
+            .set(count as i64);
+    }
+
     pub fn new(registry: &mut Registry) -> SelfMetrics {
         let m = SelfMetrics {
             windows_analyzed: Counter::default(),
@@ -73,6 +94,7 @@ impl SelfMetrics {
             lag_seconds: Gauge::default(),
             hosts: Gauge::default(),
             warming_up: Gauge::default(),
+            hosts_warming_up: Gauge::default(),
             warmup_remaining_seconds: Gauge::default(),
             baseline_windows: Gauge::default(),
             fits: Counter::default(),
@@ -91,6 +113,9 @@ impl SelfMetrics {
             alerts_queued: Gauge::default(),
             checkpoint_failures: Counter::default(),
             clock_steps_back: Counter::default(),
+            shards: Family::default(),
+            hosts_silent: Gauge::default(),
+            hosts_forgotten: Counter::default(),
         };
         let r = registry.sub_registry_with_prefix("reveal_analyzer");
         r.register(
@@ -116,13 +141,33 @@ impl SelfMetrics {
         );
         r.register("hosts", "Hosts seen in the latest pass", m.hosts.clone());
         r.register(
+            "hosts_silent",
+            "Hosts analyzed before that have no series in the latest pass",
+            m.hosts_silent.clone(),
+        );
+        r.register(
+            "hosts_forgotten",
+            "Hosts dropped after analysis.forget_host_after without series (episodes ended, baseline freed)",
+            m.hosts_forgotten.clone(),
+        );
+        r.register(
+            "shards",
+            "Number of shards the hosts are split into, labelled with the shard this analyzer owns (1 and shard 0 when unsharded)",
+            m.shards.clone(),
+        );
+        r.register(
+            "hosts_warming_up",
+            "Hosts still collecting their first baseline (each warms up alone)",
+            m.hosts_warming_up.clone(),
+        );
+        r.register(
             "warming_up",
-            "1 while the baseline holds too little history to fit",
+            "1 while no host has history enough for its first fit",
             m.warming_up.clone(),
         );
         r.register_with_unit(
             "warmup_remaining",
-            "History still needed before the first fit",
+            "History still needed before every host is fitted",
             Unit::Seconds,
             m.warmup_remaining_seconds.clone(),
         );

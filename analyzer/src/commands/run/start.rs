@@ -14,6 +14,7 @@ use crate::ingest::kinds::MetricSet;
 use crate::ingest::promapi::PromClient;
 use crate::ingest::prometheus::PrometheusSource;
 use crate::ingest::scrape::ScrapeSource;
+use crate::ingest::shard::Shard;
 use crate::online::{Engine, EngineParams};
 use crate::outputs::alertmanager::AlertSender;
 use crate::outputs::checkpoint::{Checkpoint, Store};
@@ -63,15 +64,19 @@ impl Service {
         let step_ms = a.step.0.as_millis() as i64;
         let input = if let Some(p) = &config.source.prometheus {
             let client = PromClient::new(HttpClient::new(&p.http_client())?, &p.url);
-            Input::Prometheus(PrometheusSource::new(
-                client,
-                &config.metrics,
-                step_ms,
-                &p.host_label,
-            )?)
+            let shard = p.shard.unwrap_or(Shard::ALL);
+            metrics.set_shard(shard.index, shard.count);
+            if shard != Shard::ALL {
+                tracing::info!(%shard, host_label = %p.host_label, "analyzing one shard of the hosts");
+            }
+            Input::Prometheus(
+                PrometheusSource::new(client, &config.metrics, step_ms, &p.host_label)?
+                    .with_shard(shard),
+            )
         } else if let Some(s) = &config.source.scrape {
             let set = MetricSet::new(&config.metrics, "metrics")
                 .map_err(|e| ServiceError::Setup(e.to_string()))?;
+            metrics.set_shard(0, 1);
             let src = ScrapeSource::new(&s.targets, step_ms, set);
             // Enough raw history for the windows of a few passes; the baseline keeps features.
             let retention = a.window.0 + a.stride.0 * 4 + a.delay.0 + Duration::from_secs(5);

@@ -133,6 +133,21 @@ impl Tracker {
         self.hosts.values().filter_map(|h| h.open.clone()).collect()
     }
 
+    /// Ends the open episode of a host that stopped sending series (its last flagged window
+    /// stays its end) and drops flagged windows still waiting to open one.
+    pub fn end(&mut self, instance: &str) -> Option<Event> {
+        let h = self.hosts.get_mut(instance)?;
+        h.pending.clear();
+        h.quiet = 0;
+        h.joining = None;
+        h.open.take().map(Event::Closed)
+    }
+
+    /// Forgets a host entirely (after [`Tracker::end`]).
+    pub fn forget(&mut self, instance: &str) {
+        self.hosts.remove(instance);
+    }
+
     /// Feeds one window (windows of a host in time order) and says what changed.
     pub fn observe(&mut self, v: Verdict) -> Option<Event> {
         let p = self.params;

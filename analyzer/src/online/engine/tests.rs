@@ -69,6 +69,7 @@ fn params() -> EngineParams {
         refit_ms: 600_000,
         warmup_ms: 300_000,
         seed: 1,
+        forget_host_ms: 600_000,
         episodes: crate::config::EpisodeConfig::default(),
         detectors: None,
         calibration: Baseline::Trailing,
@@ -399,4 +400,87 @@ fn a_channel_still_settling_after_a_fault_is_left_out_whole() {
     let out = without_left_out(&[10.5, -0.1, 7.0, 0.1], 2_000, &mut left_out, &layout);
     assert_eq!(out, vec![10.5, -0.1, 7.0, 0.1]);
     assert!(left_out.is_empty());
+}
+
+#[test]
+fn a_host_that_stops_sending_ends_its_episode_then_is_forgotten() {
+    let metrics = SelfMetrics::new(&mut Registry::default());
+    let mut e = Engine::new(EngineParams {
+        forget_host_ms: 60_000,
+        ..params()
+    });
+    let mut seed = 7;
+    let t0 = 1_700_000_000_000;
+    e.learn(
+        &host(t0 - 303_000, 303, 0..0, &mut seed),
+        t0 - 300_000,
+        t0,
+        &[],
+        &metrics,
+    );
+    // A burst from t0 + 2 s; the host's series stop at t0 + 12 s, mid-burst.
+    let live = host(t0 - 3_000, 15, t0 + 2_000..t0 + 20_000, &mut seed);
+    let opened = scored(&e.process(&live, t0, t0 + 12_000, &metrics))
+        .iter()
+        .any(|w| matches!(w.event.as_deref(), Some(Event::Opened(_))));
+    assert!(opened, "the burst opened an episode");
+    assert_eq!(e.open_episodes().len(), 1);
+    assert_eq!(e.sweep(t0 + 12_000).silent, 0, "seen in the latest pass");
+
+    // Silent for fewer strides than close the episode: it stays open.
+    let close = i64::from(params().episodes.close_after) * 1_000;
+    let s = e.sweep(t0 + 12_000 + close - 1_000);
+    assert_eq!((s.silent, s.ended.len()), (1, 0));
+    assert_eq!(e.open_episodes().len(), 1);
+    // Then it ends, once, at its last flagged window; the host is still known.
+    let s = e.sweep(t0 + 12_000 + close);
+    let [Event::Closed(ep)] = s.ended.as_slice() else {
+        panic!("{:?}", s.ended);
+    };
+    assert!(
+        ep.last_flagged_ms <= t0 + 12_000,
+        "{}",
+        ep.last_flagged_ms - t0
+    );
+    assert!(e.open_episodes().is_empty());
+    assert!(e.sweep(t0 + 30_000).ended.is_empty(), "ended once");
+    assert!(e.status().baseline_windows > 0);
+
+    // After forget_host_ms without series it is forgotten, and its baseline freed.
+    let s = e.sweep(t0 + 12_000 + 60_000);
+    assert_eq!(s.forgotten, vec!["h:1".to_string()]);
+    assert_eq!((s.silent, e.status().baseline_windows), (0, 0));
+    // Back later, it warms up again like a new host.
+    let back = host(t0 + 100_000, 10, 0..0, &mut seed);
+    let out = e.process(&back, t0 + 103_000, t0 + 110_000, &metrics);
+    assert!(out.iter().all(|o| matches!(
+        o,
+        Outcome::Skipped {
+            reason: "warmup",
+            ..
+        }
+    )));
+}
+
+#[test]
+fn an_episode_restored_for_a_host_that_never_returns_ends() {
+    let mut e = Engine::new(params());
+    let ep = OpenEpisode {
+        id: "gone:1@1000".into(),
+        instance: "gone:1".into(),
+        start_ms: 1_000,
+        last_flagged_ms: 4_000,
+        peak_agreement: 2,
+        subsystem: "cpu".into(),
+        subsystems: vec!["cpu".into()],
+        claims: Default::default(),
+        severity: "warning".into(),
+        summary: String::new(),
+        description: String::new(),
+        detectors: "zscore,pca".into(),
+    };
+    e.restore_episodes(&[ep]);
+    let s = e.sweep(10_000);
+    assert!(matches!(s.ended.as_slice(), [Event::Closed(c)] if c.instance == "gone:1"));
+    assert!(e.open_episodes().is_empty());
 }

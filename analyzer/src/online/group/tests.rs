@@ -70,6 +70,7 @@ fn params() -> EngineParams {
         refit_ms: 600_000,
         warmup_ms: 120_000,
         seed: 1,
+        forget_host_ms: 600_000,
         episodes: crate::config::EpisodeConfig::default(),
         detectors: None,
         calibration: Baseline::Trailing,
