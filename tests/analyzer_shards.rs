@@ -7,6 +7,8 @@
 //! - a host that appears mid-run warms up alone: its replica stays ready and goes on
 //!   analyzing its other hosts;
 //! - a write burst on one host is alerted once, by its replica only;
+//! - a host whose series come from two scrape jobs (two targets relabeled to one `instance`)
+//!   is reported by its replica;
 //! - a host whose series stop (Prometheus' staleness markers, as for a vanished target) is
 //!   counted as silent, then forgotten after `forget_host_after`;
 //! - a replica killed: its hosts are analyzed by nobody, and Prometheus (scraping the
@@ -37,6 +39,8 @@ const LATE: usize = 9;
 const BURST: usize = 5;
 const GONE: usize = 3;
 const KILLED: u64 = 1;
+/// The host whose series are also written under a second job.
+const TWICE: usize = 7;
 
 fn host(i: usize) -> String {
     format!("node-{i}:9100")
@@ -54,8 +58,15 @@ struct Plan {
     gone: AtomicBool,
 }
 
-/// Host `i`'s samples at step `k`.
+/// Host `i`'s samples at step `k`, as scraped by `job`.
 fn sample(b: &mut Batch, k: i64, i: usize, burst: bool) {
+    sample_as(b, k, i, burst, "synth");
+    if i == TWICE {
+        sample_as(b, k, i, burst, "synth-copy");
+    }
+}
+
+fn sample_as(b: &mut Batch, k: i64, i: usize, burst: bool, job: &str) {
     let t = k * 100;
     let h = host(i);
     let ch = i as u64 * 16;
@@ -63,7 +74,7 @@ fn sample(b: &mut Batch, k: i64, i: usize, burst: bool) {
         let c = cpu.to_string();
         b.add(
             "synth_cpu_busy_ratio",
-            &[("instance", &h), ("cpu", &c)],
+            &[("instance", &h), ("job", job), ("cpu", &c)],
             t,
             0.3 + 0.1 * noise(k, ch + cpu),
         );
@@ -71,13 +82,13 @@ fn sample(b: &mut Batch, k: i64, i: usize, burst: bool) {
     let written = if burst { 400e6 } else { 5e6 };
     b.add(
         "synth_disk_written_bytes_per_second",
-        &[("instance", &h), ("device", "sda")],
+        &[("instance", &h), ("job", job), ("device", "sda")],
         t,
         written * (1.0 + 0.4 * noise(k, ch + 10)),
     );
     b.add(
         "synth_memory_dirty_bytes",
-        &[("instance", &h)],
+        &[("instance", &h), ("job", job)],
         t,
         1e8 * (1.0 + 0.05 * noise(k, ch + 11)),
     );
@@ -87,19 +98,24 @@ fn sample(b: &mut Batch, k: i64, i: usize, burst: bool) {
 /// goes away.
 fn stale(b: &mut Batch, k: i64, i: usize) {
     let h = host(i);
+    let job = ("job", "synth");
     for cpu in ["0", "1"] {
         b.add_stale(
             "synth_cpu_busy_ratio",
-            &[("instance", &h), ("cpu", cpu)],
+            &[("instance", &h), job, ("cpu", cpu)],
             k * 100,
         );
     }
     b.add_stale(
         "synth_disk_written_bytes_per_second",
-        &[("instance", &h), ("device", "sda")],
+        &[("instance", &h), job, ("device", "sda")],
         k * 100,
     );
-    b.add_stale("synth_memory_dirty_bytes", &[("instance", &h)], k * 100);
+    b.add_stale(
+        "synth_memory_dirty_bytes",
+        &[("instance", &h), job],
+        k * 100,
+    );
 }
 
 fn feed(url: String, plan: Arc<Plan>, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
@@ -265,6 +281,19 @@ fn three_replicas_split_the_hosts_and_a_missing_one_is_visible() {
         .filter_map(|r| r.metric("reveal_analyzer_hosts"))
         .sum();
     assert_eq!(total, HOSTS as f64);
+    // The host written under two jobs is reported by its replica, and only there.
+    for (s, r) in replicas.iter().enumerate() {
+        let expected = usize::from(shard_of(TWICE) == s as u64) as f64;
+        assert_eq!(r.metric("reveal_analyzer_hosts_duplicated"), Some(expected));
+    }
+    let r = &replicas[shard_of(TWICE) as usize];
+    assert!(
+        r.logs()
+            .contains("several scrape targets share this host label value")
+            && r.logs().contains(&host(TWICE)),
+        "{}",
+        r.logs()
+    );
 
     // A host that appears now warms up alone: its replica stays ready and goes on analyzing.
     plan.late.store(true, Ordering::Relaxed);

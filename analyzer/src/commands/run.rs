@@ -85,6 +85,8 @@ pub struct Service {
     clock_behind_since: Option<Instant>,
     /// Windows skipped since the last warm-up log line, by reason.
     skipped_since_log: std::collections::BTreeMap<&'static str, u64>,
+    /// Hosts already reported as shared by several targets (logged once each).
+    duplicates_reported: std::collections::BTreeSet<String>,
 }
 
 impl Service {
@@ -157,6 +159,21 @@ impl Service {
         if let Input::Prometheus(p) = &self.input {
             for w in &p.last_warnings {
                 tracing::debug!(warning = %w, "query warning");
+            }
+            self.metrics
+                .hosts_duplicated
+                .set(p.last_duplicates.len() as i64);
+            for (host, jobs) in &p.last_duplicates {
+                if self.duplicates_reported.insert(host.clone()) {
+                    let jobs: Vec<&str> = jobs.iter().map(String::as_str).collect();
+                    tracing::warn!(
+                        %host,
+                        jobs = %jobs.join(","),
+                        "several scrape targets share this host label value: their series are \
+                         analyzed as one host (told apart only by `job`); give each target its \
+                         own host label value"
+                    );
+                }
             }
         }
         self.metrics.hosts.set(hosts.len() as i64);
@@ -271,13 +288,30 @@ impl Service {
     }
 
     /// Fills the baseline from the history before the first scored window, a minute at a
-    /// time so a long baseline never sits in memory as raw samples.
+    /// time so a long baseline never sits in memory as raw samples. A chunk that fails (a
+    /// store too slow to answer a minute of many hosts within the timeout) is asked for again
+    /// in halves, down to 5 s, before the pass fails.
     async fn learn_history(&mut self, from: i64, until: i64) -> Result<(), SourceError> {
-        const CHUNK_MS: i64 = 60_000;
+        const MIN_CHUNK_MS: i64 = 5_000;
+        let mut chunk = 60_000;
         let mut a = from;
         while a < until {
-            let b = (a + CHUNK_MS).min(until);
-            for m in self.fetch(a, b).await? {
+            let b = (a + chunk).min(until);
+            let fetched = match self.fetch(a, b).await {
+                Ok(f) => f,
+                Err(e) if chunk > MIN_CHUNK_MS => {
+                    self.metrics.query_failures.inc();
+                    chunk /= 2;
+                    tracing::warn!(
+                        error = %e,
+                        chunk_seconds = chunk / 1000,
+                        "reading history failed; asking for smaller chunks"
+                    );
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            for m in fetched {
                 let spans: Vec<(i64, i64)> = self
                     .checkpoint
                     .open_episodes

@@ -7,6 +7,7 @@
 //! name ends in `_total` is taken as a raw counter (the matrix turns it into per-step
 //! increases); everything else — notably the result of `rate()` — as a gauge.
 
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Instant;
 
 use crate::core::matrix::{HostMatrix, Kind, MetricType};
@@ -25,6 +26,8 @@ pub struct PrometheusSource {
     pub last_warnings: Vec<String>,
     /// Duration of the latest pass.
     pub last_duration: std::time::Duration,
+    /// Hosts of the latest pass whose series came from several targets ([`duplicate_hosts`]).
+    pub last_duplicates: BTreeMap<String, BTreeSet<String>>,
 }
 
 /// First grid point at or after `t`.
@@ -82,6 +85,7 @@ impl PrometheusSource {
             shard: Shard::ALL,
             last_warnings: Vec::new(),
             last_duration: std::time::Duration::ZERO,
+            last_duplicates: BTreeMap::new(),
         })
     }
 
@@ -140,8 +144,46 @@ impl PrometheusSource {
                 }
             }
         }
+        self.last_duplicates = duplicate_hosts(&results, &self.options.host_label);
+        let shard = self.shard;
+        self.last_duplicates.retain(|host, _| shard.owns(host));
         assemble(&self.specs, &self.options, self.shard, &results)
     }
+}
+
+/// Hosts whose series come from more than one scrape job: the same metric with the same
+/// labels but for `job` under one host label value, as when two targets are relabeled to the
+/// same `instance`. Their channels would be mixed into one host; the service reports them.
+/// Returns each such host with the jobs seen.
+pub fn duplicate_hosts(results: &[Matrix], host_label: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let mut first_job: HashMap<String, &str> = HashMap::new();
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (i, m) in results.iter().enumerate() {
+        for s in &m.series {
+            let (Some(host), Some(job)) = (s.labels.get(host_label), s.labels.get("job")) else {
+                continue;
+            };
+            let mut key = format!("{i}");
+            for (k, v) in s.labels.iter().filter(|(k, _)| *k != "job") {
+                key.push('\u{0}');
+                key.push_str(k);
+                key.push('\u{0}');
+                key.push_str(v);
+            }
+            match first_job.get(&key) {
+                None => {
+                    first_job.insert(key, job);
+                }
+                Some(&j) if j != job.as_str() => {
+                    let jobs = out.entry(host.clone()).or_default();
+                    jobs.insert(j.to_string());
+                    jobs.insert(job.clone());
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    out
 }
 
 /// Routes every series of every result to its host's matrix; series of hosts outside
@@ -155,7 +197,7 @@ pub fn assemble(
     let mut asm = Assembler::new(options);
     let mut key = String::new();
     // Each host's hash once per pass, not once per series.
-    let mut owned: std::collections::HashMap<&str, bool> = std::collections::HashMap::new();
+    let mut owned: HashMap<&str, bool> = HashMap::new();
     for (spec, m) in specs.iter().zip(results) {
         let fallback = spec.channel_name();
         for s in &m.series {
@@ -218,7 +260,6 @@ mod tests {
     use super::*;
     use crate::core::matrix::Subsystem;
     use crate::ingest::promapi::Series;
-    use std::collections::BTreeMap;
 
     fn series(labels: &[(&str, &str)], samples: &[(i64, f64)]) -> Series {
         Series {
@@ -323,6 +364,35 @@ mod tests {
     fn empty_results_are_no_hosts() {
         let opts = SourceOptions::default();
         assert!(assemble(&[], &opts, Shard::ALL, &[]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn two_targets_under_one_host_name_are_reported() {
+        let s = |job: &str, inst: &str, cpu: &str| {
+            series(
+                &[("instance", inst), ("job", job), ("cpu", cpu)],
+                &[(1000, 1.0)],
+            )
+        };
+        let results = vec![Matrix {
+            series: vec![
+                s("reveal", "node-1", "0"),
+                s("reveal", "node-1", "1"),
+                s("reveal-old", "node-1", "0"),
+                s("reveal", "node-2", "0"),
+                s("other", "node-3", "0"),
+            ],
+            warnings: vec![],
+        }];
+        let d = duplicate_hosts(&results, "instance");
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(
+            d["node-1"].iter().map(String::as_str).collect::<Vec<_>>(),
+            ["reveal", "reveal-old"]
+        );
+        // The same labels in two different expressions' results are not duplicates.
+        let twice = vec![results[0].clone(), results[0].clone()];
+        assert_eq!(duplicate_hosts(&twice, "instance").len(), 1);
     }
 
     #[test]

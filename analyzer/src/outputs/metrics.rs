@@ -69,6 +69,8 @@ pub struct SelfMetrics {
     pub hosts_silent: Gauge,
     /// Hosts forgotten after `analysis.forget_host_after` without series.
     pub hosts_forgotten: Counter,
+    /// Host label values shared by several scrape jobs in the latest pass.
+    pub hosts_duplicated: Gauge,
 }
 
 fn latency() -> Histogram {
@@ -116,6 +118,7 @@ impl SelfMetrics {
             shards: Family::default(),
             hosts_silent: Gauge::default(),
             hosts_forgotten: Counter::default(),
+            hosts_duplicated: Gauge::default(),
         };
         let r = registry.sub_registry_with_prefix("reveal_analyzer");
         r.register(
@@ -149,6 +152,11 @@ impl SelfMetrics {
             "hosts_forgotten",
             "Hosts dropped after analysis.forget_host_after without series (episodes ended, baseline freed)",
             m.hosts_forgotten.clone(),
+        );
+        r.register(
+            "hosts_duplicated",
+            "Host label values whose series come from several scrape jobs in the latest pass (analyzed as one host)",
+            m.hosts_duplicated.clone(),
         );
         r.register(
             "shards",

@@ -141,6 +141,7 @@ impl Service {
                 clock: super::steady::SteadyClock::new(),
                 clock_behind_since: None,
                 skipped_since_log: Default::default(),
+                duplicates_reported: Default::default(),
             },
             server_task,
         ))

@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""How the analyzer's cost grows with the hosts it follows: N = 10, 100, 500 generated hosts.
+
+    scripts/scale_bench.py [--hosts 10,100,500] [--baseline 3m] [--passes 40]
+                           [--template exporter/tests/golden/vm-debian.prom] [--out DIR]
+
+For each N: a fresh Prometheus 2.42 (remote-write receiver on, loopback, its own data
+directory); `cluster_load` writes N hosts' 100 ms series into it (history only, as fast as
+Prometheus takes them: the baseline, then the passes), a 6 s fault every 12 s on some host
+during the passes (none in the baseline), and 2 hosts whose HugePages pool is half their
+peers'; then `cluster_bench` learns the
+baseline and runs PASSES one-second passes the way `reveal-analyzer run` does, with the
+metric set of deploy/analyzer.yml. Prometheus' own counters give the query side: CPU
+seconds and bytes of `query_range` answers during the passes.
+
+Prints a table (and writes DIR/results.md and DIR/N.json): per-pass wall time and its split,
+analyzer CPU per pass and per host, hosts per core, lag (delay + pass time, when a pass fits
+in a stride), memory per host, fit time per host, query bytes and Prometheus CPU per pass,
+faults found, cross-host findings.
+
+Build first: cargo build --release -p reveal-analyzer --example cluster_load --example cluster_bench
+It asserts nothing (a measurement, like the benchmarks); docs/benchmarks.md has its figures.
+Standard library only.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXAMPLES = os.path.join(ROOT, "target", "release", "examples")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def seconds(d):
+    m = re.fullmatch(r"(\d+)([smh])", d)
+    if not m:
+        sys.exit("scale_bench: durations are like 90s, 3m, 1h")
+    return int(m.group(1)) * {"s": 1, "m": 60, "h": 3600}[m.group(2)]
+
+
+def prom_value(url, query):
+    q = urllib.parse.urlencode({"query": query})
+    with urllib.request.urlopen("%s/api/v1/query?%s" % (url, q), timeout=10) as r:
+        res = json.load(r)["data"]["result"]
+    return float(res[0]["value"][1]) if res else 0.0
+
+
+def scraped(url, name):
+    """Sum of a metric's samples on Prometheus' own /metrics."""
+    with urllib.request.urlopen(url + "/metrics", timeout=10) as r:
+        text = r.read().decode()
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith(name):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+def run_one(args, n, out):
+    work = tempfile.mkdtemp(prefix="reveal-scale-%d-" % n)
+    port = free_port()
+    url = "http://127.0.0.1:%d" % port
+    with open(os.path.join(work, "prometheus.yml"), "w") as f:
+        f.write("global:\n  scrape_interval: 1h\n")
+    log = open(os.path.join(out, "prometheus-%d.log" % n), "w")
+    prom = subprocess.Popen(
+        ["prometheus", "--config.file=" + os.path.join(work, "prometheus.yml"),
+         "--storage.tsdb.path=" + os.path.join(work, "data"),
+         "--web.listen-address=127.0.0.1:%d" % port, "--web.enable-remote-write-receiver"],
+        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(url + "/-/ready", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.2)
+        baseline = seconds(args.baseline)
+        now = int(time.time())
+        until = now - 2
+        learn_from = until - (10 + baseline + args.passes + 5)
+        score_from = learn_from + baseline
+        config = os.path.join(work, "analyzer.yml")
+        with open(os.path.join(ROOT, "deploy", "analyzer.yml")) as f:
+            text = f.read()
+        # A minute of history for 500 hosts takes Prometheus on 2 cores longer than the
+        # default 10 s to answer.
+        text = re.sub(r"(?m)^    url: .*$", "    url: %s\n    timeout: 60s" % url, text, count=1)
+        text = text.split("\noutputs:")[0]
+        text += "\nanalysis:\n  baseline: %s\n  warmup: %s\n" % (args.baseline, args.baseline)
+        with open(config, "w") as f:
+            f.write(text)
+        faults = os.path.join(out, "faults-%d.jsonl" % n)
+        t0 = time.monotonic()
+        print("N=%d: writing %d s of %d hosts ..." % (n, until - learn_from + 5, n), flush=True)
+        subprocess.run(
+            [os.path.join(EXAMPLES, "cluster_load"), "--write", url + "/api/v1/write",
+             "--hosts", str(n), "--template", args.template,
+             "--metric-set", os.path.join(ROOT, "deploy", "analyzer.yml"),
+             "--from", str(learn_from - 5), "--until", str(until),
+             "--fault-every", "12", "--faults-from", str(score_from), "--fault-seconds", "6",
+             "--deviant", "2",
+             "--faults-out", faults],
+            check=True, stderr=open(os.path.join(out, "load-%d.log" % n), "w"))
+        load_s = time.monotonic() - t0
+        series = scraped(url, "prometheus_tsdb_head_series ")
+        print("N=%d: written in %.0f s (%d series); analyzing ..." % (n, load_s, series), flush=True)
+        cpu0 = scraped(url, "process_cpu_seconds_total")
+        bytes0 = scraped(url, 'prometheus_http_response_size_bytes_sum{handler="/api/v1/query_range"}')
+        bench = subprocess.run(
+            [os.path.join(EXAMPLES, "cluster_bench"), config, str(learn_from), str(score_from),
+             str(args.passes), faults],
+            check=True, stdout=subprocess.PIPE, stderr=open(os.path.join(out, "bench-%d.log" % n), "w"))
+        r = json.loads(bench.stdout)
+        # Prometheus' side over learning and passes together, then attributed per pass by the
+        # share of samples: the passes ask for 1 s each, learning for the baseline.
+        cpu = scraped(url, "process_cpu_seconds_total") - cpu0
+        qbytes = scraped(url, 'prometheus_http_response_size_bytes_sum{handler="/api/v1/query_range"}') - bytes0
+        share = args.passes / float(args.passes + baseline)
+        r["prom_series"] = series
+        r["load_s"] = load_s
+        r["prom_cpu_s_per_pass"] = cpu * share / args.passes
+        r["query_bytes_per_pass"] = qbytes * share / args.passes
+        with open(os.path.join(out, "%d.json" % n), "w") as f:
+            json.dump(r, f, indent=1)
+        return r
+    finally:
+        os.killpg(prom.pid, 15)
+        prom.wait()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--hosts", default="10,100,500")
+    ap.add_argument("--baseline", default="3m")
+    ap.add_argument("--passes", type=int, default=40)
+    ap.add_argument("--template", default=os.path.join(ROOT, "exporter", "tests", "golden", "vm-debian.prom"))
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    for b in ("cluster_load", "cluster_bench"):
+        if not os.path.exists(os.path.join(EXAMPLES, b)):
+            sys.exit("scale_bench: build first: cargo build --release -p reveal-analyzer "
+                     "--example cluster_load --example cluster_bench")
+    if not shutil.which("prometheus"):
+        sys.exit("scale_bench: needs prometheus (apt-get install prometheus)")
+    out = args.out or tempfile.mkdtemp(prefix="reveal-scale-")
+    os.makedirs(out, exist_ok=True)
+    rows = []
+    for n in [int(x) for x in args.hosts.split(",")]:
+        r = run_one(args, n, out)
+        rows.append(r)
+        print(json.dumps(r), flush=True)
+    head = ("| hosts | channels/host | pass wall s (p50 / p99) | fetch / engine / cross-host s "
+            "| analyzer CPU s/pass | CPU ms/host/pass | hosts per core | lag s | MB/host "
+            "| fit CPU s/host | query MB/pass | Prometheus CPU s/pass | faults found | cross-host findings |")
+    lines = [head, "|" + " --- |" * 14]
+    for r in rows:
+        lag = 0.5 + r["pass_wall_p99_s"]
+        lines.append("| %d | %.0f | %.3f / %.3f | %.3f / %.3f / %.3f | %.3f | %.2f | %.0f | %s | %.2f | %.3f | %.2f | %.2f | %d/%d | %s |" % (
+            r["hosts"], r["channels_per_host"], r["pass_wall_p50_s"], r["pass_wall_p99_s"],
+            r["fetch_mean_s"], r["engine_mean_s"], r["crosshost_mean_s"], r["cpu_s_per_pass"],
+            r["cpu_ms_per_host_pass"], r["hosts_per_core"],
+            ("%.2f" % lag) if r["pass_wall_p99_s"] < 1 else "falls behind",
+            r["mb_per_host"], r["fit_cpu_s_per_host"], r["query_bytes_per_pass"] / 1e6,
+            r["prom_cpu_s_per_pass"], r["faults_found"], r["faults_due"],
+            ", ".join(r["deviations"]) or "none"))
+    table = "\n".join(lines)
+    print(table)
+    with open(os.path.join(out, "results.md"), "w") as f:
+        f.write(table + "\n")
+    print("scale_bench: results in %s" % out)
+
+
+if __name__ == "__main__":
+    main()
