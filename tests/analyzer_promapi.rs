@@ -4,7 +4,10 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use reveal_analyzer::http::{HttpClient, HttpClientConfig};
+use reveal_analyzer::ingest::kinds::MetricSpec;
 use reveal_analyzer::ingest::promapi::{PromClient, PromError};
+use reveal_analyzer::ingest::prometheus::PrometheusSource;
+use reveal_analyzer::ingest::TimeRange;
 use reveal_analyzer::outputs::remote_write::{Batch, RemoteWriter};
 use reveal_e2e::prometheus::{self, Prometheus};
 use reveal_e2e::recorder::Recorder;
@@ -96,6 +99,47 @@ fn range_queries_return_every_host_exactly_and_split_long_ranges() {
         "{e}"
     );
     assert!(!e.is_retryable());
+
+    // Consecutive passes as the service makes them (3 s windows, 1 s stride): a source that
+    // keeps its previous answers and queries only the new points gives exactly what a fresh
+    // source, asking for the whole span, gives.
+    let spec = |expr: &str| MetricSpec {
+        expr: expr.into(),
+        name: None,
+        subsystem: "cpu".into(),
+        kind: None,
+        resolution: None,
+    };
+    let specs = [spec("probe_value"), spec("rate(probe_value[1s])")];
+    let source = || PrometheusSource::new(pc.clone(), &specs, 100, "instance").unwrap();
+    let mut kept = source();
+    let pass = |after: i64| TimeRange {
+        start_ms: after + 1000 - 3000 - 100,
+        end_ms: after + 1000 + 100,
+    };
+    let first = (end - 60_000) / 1000 * 1000;
+    for k in 0..30 {
+        let range = pass(first + k * 1000);
+        let reused = rt.block_on(kept.fetch_async(range)).unwrap();
+        let whole = rt.block_on(source().fetch_async(range)).unwrap();
+        assert_eq!(reused.len(), 2);
+        for (r, w) in reused.iter().zip(&whole) {
+            assert_eq!(
+                (&r.host, r.start_ms, r.n_channels()),
+                (&w.host, w.start_ms, w.n_channels())
+            );
+            let same = r.values.shape() == w.values.shape()
+                && r.values
+                    .iter()
+                    .zip(&w.values)
+                    .all(|(a, b)| a == b || a.is_nan() && b.is_nan());
+            assert!(
+                same,
+                "pass {k}, host {}:\n{:?}\n{:?}",
+                r.host, r.values, w.values
+            );
+        }
+    }
 }
 
 #[test]

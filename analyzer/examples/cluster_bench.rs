@@ -10,7 +10,11 @@
 //! each from SCORE_FROM, as `reveal-analyzer run` does every stride. Not included: writing the
 //! anomaly series and sending alerts (one request each per pass, whatever N).
 //!
-//! Prints one JSON object: hosts, channels and features per host, the learn and fit times,
+//! With `REVEAL_BENCH_WHOLE_SPAN=1` every pass asks for its whole span instead of only the
+//! points the previous pass did not hold.
+//!
+//! Prints one JSON object (with the store's CPU seconds and `query_range` bytes per pass
+//! when the source is a Prometheus that serves its own `/metrics`): hosts, channels and features per host, the learn and fit times,
 //! resident memory before and after (and per host), per pass the wall time (mean, p50, p99,
 //! max) split into fetch, engine and cross-host, CPU seconds per pass, the hosts one core can
 //! follow at this stride, episodes opened against the faults of FAULTS.jsonl (if given), and
@@ -52,6 +56,26 @@ fn cpu_s() -> f64 {
     (f.get(11).unwrap_or(&0.0) + f.get(12).unwrap_or(&0.0)) / 100.0
 }
 
+/// Prometheus' CPU seconds and `query_range` answer bytes so far, from its own `/metrics`.
+async fn store_counters(client: &HttpClient, base: &str) -> (f64, f64) {
+    let url = format!("{}/metrics", base.trim_end_matches('/'));
+    let text = match client.request(reqwest::Method::GET, &url) {
+        Ok(rb) => client.send(&url, rb).await.unwrap_or_default(),
+        Err(_) => Vec::new(),
+    };
+    let text = String::from_utf8_lossy(&text);
+    let value = |prefix: &str| {
+        text.lines()
+            .filter(|l| l.starts_with(prefix))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum::<f64>()
+    };
+    (
+        value("process_cpu_seconds_total "),
+        value("prometheus_http_response_size_bytes_sum{handler=\"/api/v1/query_range\"}"),
+    )
+}
+
 fn pct(v: &[f64], q: f64) -> f64 {
     let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);
@@ -86,12 +110,19 @@ async fn main() -> anyhow::Result<()> {
     let a = &config.analysis;
     let ms = |d: reveal_analyzer::config::PromDuration| d.0.as_millis() as i64;
     let (step, window, stride) = (ms(a.step), ms(a.window), ms(a.stride));
+    let http = HttpClient::new(&p.http_client())?;
     let mut src = PrometheusSource::new(
-        PromClient::new(HttpClient::new(&p.http_client())?, &p.url),
+        PromClient::new(http.clone(), &p.url),
         &config.metrics,
         step,
         &p.host_label,
     )?;
+    // REVEAL_BENCH_WHOLE_SPAN=1: every pass asks for its whole span, as before the source
+    // kept its answers (for a side-by-side run on the same data).
+    let whole = std::env::var("REVEAL_BENCH_WHOLE_SPAN").is_ok_and(|v| v == "1");
+    if whole {
+        src = src.whole_spans();
+    }
     let metrics = SelfMetrics::new(&mut Registry::default());
     let mut engine = Engine::new(EngineParams::from_config(a));
     let range = |after: i64, to: i64| TimeRange {
@@ -126,6 +157,7 @@ async fn main() -> anyhow::Result<()> {
 
     // The passes.
     let (mut wall, mut fetch, mut eng, mut group) = (vec![], vec![], vec![], vec![]);
+    let store0 = store_counters(&http, &p.url).await;
     let cpu0 = cpu_s();
     let mut opened: Vec<(String, i64, Vec<String>)> = Vec::new();
     let mut findings = Vec::new();
@@ -153,6 +185,8 @@ async fn main() -> anyhow::Result<()> {
         wall.push((t3 - t0).as_secs_f64());
     }
     let cpu_per_pass = (cpu_s() - cpu0) / passes.max(1) as f64;
+    let store1 = store_counters(&http, &p.url).await;
+    let per_pass = |a: f64, b: f64| (b - a) / passes.max(1) as f64;
     let deviations: Vec<String> = findings
         .iter()
         .map(|d| format!("{} {}", d.host, d.subsystem.as_str()))
@@ -177,6 +211,7 @@ async fn main() -> anyhow::Result<()> {
         .count();
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
     let out = serde_json::json!({
+        "fetch": if whole { "whole span" } else { "new points" },
         "hosts": hosts,
         "channels_per_host": channels as f64 / hosts as f64,
         "baseline_windows_per_host": baseline_windows as f64 / hosts as f64,
@@ -198,6 +233,8 @@ async fn main() -> anyhow::Result<()> {
         "cpu_s_per_pass": cpu_per_pass,
         "cpu_ms_per_host_pass": 1000.0 * cpu_per_pass / hosts as f64,
         "hosts_per_core": hosts as f64 * (stride as f64 / 1000.0) / cpu_per_pass.max(1e-9),
+        "store_cpu_s_per_pass": per_pass(store0.0, store1.0),
+        "query_bytes_per_pass": per_pass(store0.1, store1.1),
         "episodes_opened": opened.len(),
         "faults_due": due.len(),
         "faults_found": found,

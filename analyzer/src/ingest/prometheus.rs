@@ -3,6 +3,11 @@
 //! as many queries as the metric set has entries, whatever the number of hosts; the queries
 //! of a pass run concurrently.
 //!
+//! Consecutive passes overlap: each asks for its windows' whole span (window + stride) for
+//! one stride of new windows. The source keeps the previous answers and asks only for the
+//! grid points it does not hold yet, then trims the kept ones to the new span
+//! ([`reuse`]); any other range (history, a gap after a failed pass) is asked for whole.
+//!
 //! Series carry no type over the query API: a series that still has its `__name__` and whose
 //! name ends in `_total` is taken as a raw counter (the matrix turns it into per-step
 //! increases); everything else — notably the result of `rate()` — as a gauge.
@@ -28,6 +33,10 @@ pub struct PrometheusSource {
     pub last_duration: std::time::Duration,
     /// Hosts of the latest pass whose series came from several targets ([`duplicate_hosts`]).
     pub last_duplicates: BTreeMap<String, BTreeSet<String>>,
+    /// The previous answers and the grid points they hold, first and last.
+    kept: Option<(i64, i64, Vec<Matrix>)>,
+    /// Whether `kept` answers are reused (on unless [`PrometheusSource::whole_spans`]).
+    reuse: bool,
 }
 
 /// First grid point at or after `t`.
@@ -86,7 +95,16 @@ impl PrometheusSource {
             last_warnings: Vec::new(),
             last_duration: std::time::Duration::ZERO,
             last_duplicates: BTreeMap::new(),
+            kept: None,
+            reuse: true,
         })
+    }
+
+    /// Asks every call for its whole span, reusing nothing: what the source did before it
+    /// kept answers, for measuring the difference.
+    pub fn whole_spans(mut self) -> Self {
+        self.reuse = false;
+        self
     }
 
     /// Keeps only the hosts of `shard` (see [`crate::ingest::shard`]).
@@ -99,13 +117,36 @@ impl PrometheusSource {
         self.options.step_ms
     }
 
-    /// Runs every expression over the grid points in `[start, end)` concurrently and returns
-    /// the raw results in metric-set order. The first failure fails the pass: a pass with a
-    /// subsystem missing would look like a change of the machine.
-    pub async fn query_all(&self, range: TimeRange) -> Result<Vec<Matrix>, PromError> {
+    /// Every expression over the grid points in `[start, end)`, in metric-set order: the
+    /// points the previous call already holds are reused when the range starts inside them
+    /// and ends after them, and only the newer points are queried.
+    pub async fn query_all(&mut self, range: TimeRange) -> Result<&[Matrix], PromError> {
         let step = self.options.step_ms;
         let start = align_up(range.start_ms, step);
         let end = align_up(range.end_ms, step) - step;
+        let kept = self.kept.take().filter(|_| self.reuse);
+        let out = match kept {
+            Some((k0, k1, old)) if k0 <= start && start <= k1 + step && end >= k1 => {
+                let fresh = if end > k1 {
+                    self.query_points(k1 + step, end).await?
+                } else {
+                    vec![Matrix::default(); self.specs.len()]
+                };
+                old.into_iter()
+                    .zip(fresh)
+                    .map(|(o, f)| reuse(o, f, start))
+                    .collect()
+            }
+            _ => self.query_points(start, end).await?,
+        };
+        Ok(&self.kept.insert((start, end, out)).2)
+    }
+
+    /// Runs every expression over the grid points `start..=end` concurrently and returns
+    /// the raw results in metric-set order. The first failure fails the pass: a pass with a
+    /// subsystem missing would look like a change of the machine.
+    async fn query_points(&self, start: i64, end: i64) -> Result<Vec<Matrix>, PromError> {
+        let step = self.options.step_ms;
         if end < start {
             return Ok(vec![Matrix::default(); self.specs.len()]);
         }
@@ -131,23 +172,23 @@ impl PrometheusSource {
     /// The hosts' matrices over `[start, end)`.
     pub async fn fetch_async(&mut self, range: TimeRange) -> Result<Vec<HostMatrix>, SourceError> {
         let t0 = Instant::now();
-        let results = self
-            .query_all(range)
+        self.query_all(range)
             .await
             .map_err(|e| SourceError::Other(e.to_string()))?;
+        let results = self.kept.as_ref().map_or(&[][..], |k| &k.2[..]);
         self.last_duration = t0.elapsed();
         self.last_warnings.clear();
-        for m in &results {
+        for m in results {
             for w in &m.warnings {
                 if !self.last_warnings.contains(w) {
                     self.last_warnings.push(w.clone());
                 }
             }
         }
-        self.last_duplicates = duplicate_hosts(&results, &self.options.host_label);
         let shard = self.shard;
+        self.last_duplicates = duplicate_hosts(results, &self.options.host_label);
         self.last_duplicates.retain(|host, _| shard.owns(host));
-        assemble(&self.specs, &self.options, self.shard, &results)
+        assemble(&self.specs, &self.options, shard, results)
     }
 }
 
@@ -184,6 +225,40 @@ pub fn duplicate_hosts(results: &[Matrix], host_label: &str) -> BTreeMap<String,
         }
     }
     out
+}
+
+/// The kept answer `old` trimmed to the points from `keep_from` on, with the newer points of
+/// `fresh` appended to each series; series new in `fresh` are added, and series absent from
+/// it keep their remaining points (they went stale or vanished; their gap shows as missing
+/// samples, as in a whole answer).
+pub fn reuse(old: Matrix, fresh: Matrix, keep_from: i64) -> Matrix {
+    let mut by_labels: BTreeMap<BTreeMap<String, String>, Vec<(i64, f64)>> = old
+        .series
+        .into_iter()
+        .map(|s| {
+            let samples: Vec<(i64, f64)> = s
+                .samples
+                .into_iter()
+                .filter(|(t, _)| *t >= keep_from)
+                .collect();
+            (s.labels, samples)
+        })
+        .collect();
+    for s in fresh.series {
+        by_labels
+            .entry(s.labels)
+            .or_default()
+            .extend(s.samples.into_iter().filter(|(t, _)| *t >= keep_from));
+    }
+    Matrix {
+        series: by_labels
+            .into_iter()
+            .filter(|(_, samples)| !samples.is_empty())
+            .map(|(labels, samples)| crate::ingest::promapi::Series { labels, samples })
+            .collect(),
+        // The latest answers' warnings only.
+        warnings: fresh.warnings,
+    }
 }
 
 /// Routes every series of every result to its host's matrix; series of hosts outside
@@ -260,6 +335,7 @@ mod tests {
     use super::*;
     use crate::core::matrix::Subsystem;
     use crate::ingest::promapi::Series;
+    use std::collections::BTreeMap;
 
     fn series(labels: &[(&str, &str)], samples: &[(i64, f64)]) -> Series {
         Series {
@@ -364,6 +440,49 @@ mod tests {
     fn empty_results_are_no_hosts() {
         let opts = SourceOptions::default();
         assert!(assemble(&[], &opts, Shard::ALL, &[]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_kept_answer_is_trimmed_and_extended() {
+        let pts = |r: std::ops::Range<i64>| r.map(|t| (t * 100, t as f64)).collect::<Vec<_>>();
+        let m = |series: Vec<Series>, w: &str| Matrix {
+            series,
+            warnings: vec![w.to_string()],
+        };
+        let old = m(
+            vec![
+                series(&[("instance", "a")], &pts(0..5)),
+                series(&[("instance", "b")], &pts(0..5)),
+                series(&[("instance", "gone")], &pts(0..2)),
+            ],
+            "old",
+        );
+        let fresh = m(
+            vec![
+                series(&[("instance", "a")], &pts(5..7)),
+                series(&[("instance", "new")], &pts(1..7)),
+            ],
+            "new",
+        );
+        let got = reuse(old, fresh, 200);
+        let by: BTreeMap<&str, Vec<(i64, f64)>> = got
+            .series
+            .iter()
+            .map(|s| (s.labels["instance"].as_str(), s.samples.clone()))
+            .collect();
+        assert_eq!(
+            by["a"],
+            pts(2..7),
+            "old points from 200 ms on, then the new ones"
+        );
+        assert_eq!(
+            by["b"],
+            pts(2..5),
+            "absent from the new answer: what remains"
+        );
+        assert_eq!(by["new"], pts(2..7), "new series, trimmed to the span too");
+        assert!(!by.contains_key("gone"), "nothing left in the span");
+        assert_eq!(got.warnings, ["new"]);
     }
 
     #[test]

@@ -179,6 +179,9 @@ impl OpenGroup {
 
 /// Parses a CPU list as sysfs writes it (`devices/system/cpu/online`, PMU `cpumask`):
 /// `0-3,8,10-11`. See <https://docs.kernel.org/admin-guide/cputopology.html>.
+/// The most CPUs a CPU list may name (Linux' `NR_CPUS` is at most 8192 today).
+const MAX_CPUS: u64 = 65_536;
+
 pub fn parse_cpu_list(text: &str) -> Result<Vec<u32>, ParseError> {
     let mut cpus = Vec::new();
     let text = text.trim();
@@ -197,8 +200,9 @@ pub fn parse_cpu_list(text: &str) -> Result<Vec<u32>, ParseError> {
                 (a, a)
             }
         };
-        // A range wider than any host keeps a garbage input from allocating gigabytes.
-        if b < a || b - a > 65_535 {
+        // More CPUs than any host has — in one range or over many — is garbage, and must not
+        // allocate gigabytes (a list of 500,000 ranges of 65,536 CPUs each would).
+        if b < a || cpus.len() as u64 + u64::from(b - a) >= MAX_CPUS {
             return Err(bad());
         }
         cpus.extend(a..=b);
@@ -255,9 +259,17 @@ mod tests {
         );
         assert_eq!(parse_cpu_list("0\n").unwrap(), vec![0]);
         assert!(parse_cpu_list("").unwrap().is_empty());
-        for bad in ["3-1", "a", "0-", "1,,2", "0-4294967295"] {
+        for bad in ["3-1", "a", "0-", "1,,2", "0-4294967295", "0-65536"] {
             assert!(parse_cpu_list(bad).is_err(), "{bad}");
         }
+        assert_eq!(parse_cpu_list("0-65535").unwrap().len(), 65_536);
+        // Many ranges add up: the whole list is bounded, not only each range.
+        let many = vec!["0-1023"; 100].join(",");
+        assert!(parse_cpu_list(&many).is_err());
+        assert_eq!(
+            parse_cpu_list(&vec!["0-1023"; 64].join(",")).unwrap().len(),
+            65_536
+        );
     }
 
     proptest! {
