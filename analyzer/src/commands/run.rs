@@ -50,7 +50,8 @@ pub enum ServiceError {
 }
 
 pub(crate) enum Input {
-    Prometheus(PrometheusSource),
+    // Boxed: it keeps the previous pass's answers and is much larger than the scrape source.
+    Prometheus(Box<PrometheusSource>),
     Scrape(ScrapeSource),
 }
 

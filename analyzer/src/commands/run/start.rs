@@ -69,10 +69,10 @@ impl Service {
             if shard != Shard::ALL {
                 tracing::info!(%shard, host_label = %p.host_label, "analyzing one shard of the hosts");
             }
-            Input::Prometheus(
+            Input::Prometheus(Box::new(
                 PrometheusSource::new(client, &config.metrics, step_ms, &p.host_label)?
                     .with_shard(shard),
-            )
+            ))
         } else if let Some(s) = &config.source.scrape {
             let set = MetricSet::new(&config.metrics, "metrics")
                 .map_err(|e| ServiceError::Setup(e.to_string()))?;
