@@ -4,6 +4,7 @@
 //! exists, the addresses in rules/prometheus.yml, deploy/analyzer.yml and Grafana's datasources
 //! are the ones the services listen on, and the quick start uses the same configuration files.
 
+use reveal_e2e::http::authority;
 use reveal_e2e::require_tool;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -209,16 +210,6 @@ fn systemd_units_grant_the_documented_capabilities() {
         analyzer.contains("CapabilityBoundingSet=\n")
             || analyzer.lines().any(|l| l == "CapabilityBoundingSet=")
     );
-}
-
-/// `host:port` of a URL such as `http://127.0.0.1:19090/api/v1/write`.
-fn authority(url: &str) -> &str {
-    url.split("://")
-        .nth(1)
-        .unwrap_or(url)
-        .split('/')
-        .next()
-        .unwrap()
 }
 
 #[test]

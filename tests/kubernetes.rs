@@ -16,6 +16,7 @@
 //! kubernetes-validate is not skipped when missing, here or in CI: `.ci/run` installs it, and
 //! elsewhere the failure says how.
 
+use reveal_e2e::http::authority;
 use reveal_e2e::TempDir;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -111,16 +112,6 @@ fn port_of(addr: &str) -> u64 {
         .next()
         .and_then(|p| p.parse().ok())
         .unwrap_or_else(|| panic!("no port in {addr:?}"))
-}
-
-/// `host:port` of a URL.
-fn authority(url: &str) -> &str {
-    url.split("://")
-        .nth(1)
-        .unwrap_or(url)
-        .split('/')
-        .next()
-        .unwrap()
 }
 
 /// Runs `python3 ARGS` in the repository root; a missing python3 fails the test.

@@ -69,6 +69,20 @@ fn write_anomaly_series(prom: &Prometheus, host: &str, stop: &AtomicBool) {
             agreement: if k % 4 == 3 { 3 } else { 2 },
             subsystems: &[("cpu", 0.75), ("storage", 0.25)],
         });
+        // Two analyzers claiming shard 0 of 3: shard 1 and 2 missing, shard 0 duplicated
+        // (RevealAnalyzerShardMissing and RevealAnalyzerShardDuplicated).
+        for analyzer in ["analyzer-a:19191", "analyzer-b:19191"] {
+            b.add(
+                "reveal_analyzer_shards",
+                &[
+                    ("instance", analyzer),
+                    ("job", "reveal-analyzer"),
+                    ("shard", "0"),
+                ],
+                t,
+                3.0,
+            );
+        }
         for (h, memory, cpu) in [
             (host, 0.8, 1.1),
             ("peer-a:19190", 0.3, 0.9),

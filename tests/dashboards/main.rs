@@ -44,6 +44,7 @@ fn every_query_names_metrics_that_exist() {
             let known = families.contains(&m)
                 || recorded.contains(&m)
                 || ANALYZER_SERIES.contains(&m.as_str())
+                || ANALYZER_SELF_METRICS.contains(&m.as_str())
                 || m == "ALERTS"
                 || m == "up";
             if !known {

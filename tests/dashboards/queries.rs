@@ -42,6 +42,9 @@ pub const ANALYZER_SERIES: &[&str] = &[
     "reveal_host_deviation",
 ];
 
+/// The analyzer's own metrics that rules read (scraped from its `/metrics`).
+pub const ANALYZER_SELF_METRICS: &[&str] = &["reveal_analyzer_shards"];
+
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }

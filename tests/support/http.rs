@@ -112,6 +112,16 @@ fn read_response(mut r: impl BufRead) -> std::io::Result<Response> {
     })
 }
 
+/// `host:port` of a URL such as `http://127.0.0.1:19090/api/v1/write`.
+pub fn authority(url: &str) -> &str {
+    url.split("://")
+        .nth(1)
+        .unwrap_or(url)
+        .split('/')
+        .next()
+        .unwrap_or("")
+}
+
 /// `application/x-www-form-urlencoded` encoding of one value.
 pub fn urlencode(s: &str) -> String {
     let mut out = String::with_capacity(s.len() * 3);
