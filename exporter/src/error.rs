@@ -33,12 +33,23 @@ pub struct ParseError {
     pub msg: String,
 }
 
+/// The longest message a parse error keeps: messages quote the bad input, and a garbage
+/// file of megabytes must not become a log line of megabytes.
+const MAX_MSG: usize = 300;
+
 impl ParseError {
     pub fn new(line: usize, msg: impl Into<String>) -> Self {
-        ParseError {
-            line,
-            msg: msg.into(),
+        let mut msg = msg.into();
+        if msg.len() > MAX_MSG {
+            let mut cut = MAX_MSG;
+            while !msg.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            let total = msg.len();
+            msg.truncate(cut);
+            msg.push_str(&format!("… ({total} bytes)"));
         }
+        ParseError { line, msg }
     }
 }
 
@@ -67,5 +78,20 @@ impl CollectError {
 
     pub fn is_unsupported(&self) -> bool {
         matches!(self, CollectError::Unsupported { .. })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_messages_are_cut_on_a_char_boundary() {
+        let long = format!("{:?} is not a count", "é".repeat(1_000_000));
+        let e = ParseError::new(1, long.clone());
+        assert!(e.msg.len() < MAX_MSG + 40, "{}", e.msg.len());
+        assert!(e.msg.ends_with(&format!("… ({} bytes)", long.len())));
+        assert!(long.starts_with(e.msg.trim_end_matches(|c: char| c != 'é')));
+        assert_eq!(ParseError::new(3, "short").msg, "short");
     }
 }
