@@ -73,9 +73,12 @@ pub static METRICS: &[&Desc] = &[
 /// Parses a cpufreq attribute (an integer in kHz, e.g. `2400000\n`) into hertz.
 pub fn parse_khz(text: &str) -> Result<f64, ParseError> {
     let t = text.trim();
-    let khz: u64 = t
-        .parse()
-        .map_err(|_| ParseError::new(1, format!("{t:?} is not a frequency in kHz")))?;
+    let khz: u64 = t.parse().map_err(|_| {
+        ParseError::new(
+            1,
+            format!("{:?} is not a frequency in kHz", crate::error::Excerpt(t)),
+        )
+    })?;
     Ok(khz as f64 * 1e3)
 }
 

@@ -54,15 +54,22 @@ pub static METRICS: &[&Desc] = &[&IDLE_TIME, &IDLE_ENTRIES];
 /// Parses a cpuidle counter attribute (`time` or `usage`: one unsigned integer).
 pub fn parse_counter(text: &str) -> Result<u64, ParseError> {
     let t = text.trim();
-    t.parse()
-        .map_err(|_| ParseError::new(1, format!("{t:?} is not an unsigned integer")))
+    t.parse().map_err(|_| {
+        ParseError::new(
+            1,
+            format!("{:?} is not an unsigned integer", crate::error::Excerpt(t)),
+        )
+    })
 }
 
 /// Parses a state's `name` attribute: one line of text, which must not be empty.
 pub fn parse_name(text: &str) -> Result<&str, ParseError> {
     let t = text.trim();
     if t.is_empty() || t.contains('\n') {
-        return Err(ParseError::new(1, format!("{t:?} is not a state name")));
+        return Err(ParseError::new(
+            1,
+            format!("{:?} is not a state name", crate::error::Excerpt(t)),
+        ));
     }
     Ok(t)
 }

@@ -64,16 +64,25 @@ pub fn parse_pool_name(name: &str) -> Result<u64, ParseError> {
         .strip_prefix("hugepages-")
         .and_then(|s| s.strip_suffix("kB"))
         .and_then(|s| s.parse::<u64>().ok())
-        .ok_or_else(|| ParseError::new(1, format!("{name:?} is not hugepages-<N>kB")))?;
-    kib.checked_mul(1024)
-        .ok_or_else(|| ParseError::new(1, format!("{name:?}: size too large")))
+        .ok_or_else(|| {
+            ParseError::new(
+                1,
+                format!("{:?} is not hugepages-<N>kB", crate::error::Excerpt(name)),
+            )
+        })?;
+    kib.checked_mul(1024).ok_or_else(|| {
+        ParseError::new(
+            1,
+            format!("{:?}: size too large", crate::error::Excerpt(name)),
+        )
+    })
 }
 
 /// Parses a sysfs count attribute: one unsigned integer and a newline.
 pub fn parse_count(text: &str) -> Result<u64, ParseError> {
     let t = text.trim();
     t.parse()
-        .map_err(|_| ParseError::new(1, format!("{t:?} is not a count")))
+        .map_err(|_| ParseError::new(1, format!("{:?} is not a count", crate::error::Excerpt(t))))
 }
 
 /// One pool directory and the label values its samples carry.

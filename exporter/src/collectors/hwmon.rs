@@ -99,9 +99,12 @@ pub fn subsystem_desc(chip_name: &str) -> &'static Desc {
 /// Parses a `tempK_input` attribute (signed millidegrees Celsius) into degrees Celsius.
 pub fn parse_millicelsius(text: &str) -> Result<f64, ParseError> {
     let t = text.trim();
-    let m: i64 = t
-        .parse()
-        .map_err(|_| ParseError::new(1, format!("{t:?} is not a temperature in m°C")))?;
+    let m: i64 = t.parse().map_err(|_| {
+        ParseError::new(
+            1,
+            format!("{:?} is not a temperature in m°C", crate::error::Excerpt(t)),
+        )
+    })?;
     Ok(m as f64 / 1e3)
 }
 

@@ -113,14 +113,24 @@ pub fn parse_state(text: &str) -> Result<u64, ParseError> {
     let t = text.trim();
     t.split_once(':')
         .and_then(|(n, _)| n.trim().parse().ok())
-        .ok_or_else(|| ParseError::new(1, format!("{t:?} is not 'N: NAME'")))
+        .ok_or_else(|| {
+            ParseError::new(
+                1,
+                format!("{:?} is not 'N: NAME'", crate::error::Excerpt(t)),
+            )
+        })
 }
 
 /// Parses a `rate` attribute, `"100 Gb/sec (4X EDR)"` or `"2.5 Gb/sec (1X SDR)"`, into bytes
 /// per second.
 pub fn parse_rate(text: &str) -> Result<f64, ParseError> {
     let t = text.trim();
-    let bad = || ParseError::new(1, format!("{t:?} is not 'N Gb/sec (...)'"));
+    let bad = || {
+        ParseError::new(
+            1,
+            format!("{:?} is not 'N Gb/sec (...)'", crate::error::Excerpt(t)),
+        )
+    };
     let mut it = t.split_ascii_whitespace();
     let (Some(n), Some("Gb/sec")) = (it.next(), it.next()) else {
         return Err(bad());
@@ -140,7 +150,7 @@ pub fn parse_counter(text: &str) -> Result<Option<u64>, ParseError> {
     }
     t.parse()
         .map(Some)
-        .map_err(|_| ParseError::new(1, format!("{t:?} is not a count")))
+        .map_err(|_| ParseError::new(1, format!("{:?} is not a count", crate::error::Excerpt(t))))
 }
 
 /// What a counter file becomes.

@@ -102,13 +102,24 @@ pub fn parse_interrupts(text: &str) -> Result<Interrupts<'_>, ParseError> {
         let cpu = name
             .strip_prefix("CPU")
             .and_then(|n| n.parse().ok())
-            .ok_or_else(|| ParseError::new(1, format!("header column {name:?} is not CPUn")))?;
+            .ok_or_else(|| {
+                ParseError::new(
+                    1,
+                    format!(
+                        "header column {:?} is not CPUn",
+                        crate::error::Excerpt(name)
+                    ),
+                )
+            })?;
         // The collector keeps one slot per CPU number up to the largest: a garbage header
         // (`CPU4000000000`) must not allocate gigabytes.
         if cpu > MAX_CPU {
             return Err(ParseError::new(
                 1,
-                format!("header column {name:?}: CPU number above {MAX_CPU}"),
+                format!(
+                    "header column {:?}: CPU number above {MAX_CPU}",
+                    crate::error::Excerpt(name)
+                ),
             ));
         }
         out.cpus.push(cpu);

@@ -83,14 +83,22 @@ const REGS: [(&str, u64, &Desc); 4] = [
 /// sysfs-bus-event_source-devices-events).
 pub fn parse_pmu_event(text: &str) -> Result<u64, ParseError> {
     let t = text.trim();
-    let v = t
-        .strip_prefix("event=")
-        .ok_or_else(|| ParseError::new(1, format!("{t:?}: expected event=<code>")))?;
+    let v = t.strip_prefix("event=").ok_or_else(|| {
+        ParseError::new(
+            1,
+            format!("{:?}: expected event=<code>", crate::error::Excerpt(t)),
+        )
+    })?;
     let parsed = match v.strip_prefix("0x") {
         Some(hex) => u64::from_str_radix(hex, 16),
         None => v.parse(),
     };
-    parsed.map_err(|_| ParseError::new(1, format!("{v:?} is not an event code")))
+    parsed.map_err(|_| {
+        ParseError::new(
+            1,
+            format!("{:?} is not an event code", crate::error::Excerpt(v)),
+        )
+    })
 }
 
 /// What one perf group's members mean: (metric, scope/state labels).

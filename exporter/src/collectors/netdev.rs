@@ -193,10 +193,17 @@ pub fn parse_netdev(text: &str) -> Result<NetDev<'_>, ParseError> {
     let mut nd = NetDev::default();
     for (names, lookup) in [(rx, rx_column as fn(&str) -> _), (tx, tx_column)] {
         for name in names.split_ascii_whitespace() {
-            let desc = lookup(name)
-                .ok_or_else(|| ParseError::new(2, format!("unknown column {name:?}")))?;
+            let desc = lookup(name).ok_or_else(|| {
+                ParseError::new(
+                    2,
+                    format!("unknown column {:?}", crate::error::Excerpt(name)),
+                )
+            })?;
             if nd.columns.contains(&desc) {
-                return Err(ParseError::new(2, format!("column {name:?} twice")));
+                return Err(ParseError::new(
+                    2,
+                    format!("column {:?} twice", crate::error::Excerpt(name)),
+                ));
             }
             nd.columns.push(desc);
         }

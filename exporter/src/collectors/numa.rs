@@ -127,9 +127,12 @@ pub fn parse_numastat(text: &str) -> Result<[Option<u64>; 6], ParseError> {
                 format!("expected 'name value', got {line:?}"),
             ));
         };
-        let v: u64 = v
-            .parse()
-            .map_err(|_| ParseError::new(lineno, format!("{key}: {v:?} is not a count")))?;
+        let v: u64 = v.parse().map_err(|_| {
+            ParseError::new(
+                lineno,
+                format!("{key}: {:?} is not a count", crate::error::Excerpt(v)),
+            )
+        })?;
         lines += 1;
         if let Some(idx) = NUMASTAT_KEYS.iter().position(|k| *k == key) {
             out[idx] = Some(v);

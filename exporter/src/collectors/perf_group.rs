@@ -189,7 +189,12 @@ pub fn parse_cpu_list(text: &str) -> Result<Vec<u32>, ParseError> {
         return Ok(cpus);
     }
     for part in text.split(',') {
-        let bad = || ParseError::new(1, format!("bad CPU list item {part:?}"));
+        let bad = || {
+            ParseError::new(
+                1,
+                format!("bad CPU list item {:?}", crate::error::Excerpt(part)),
+            )
+        };
         let (a, b) = match part.split_once('-') {
             Some((a, b)) => (
                 a.parse::<u32>().map_err(|_| bad())?,

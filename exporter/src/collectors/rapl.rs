@@ -56,8 +56,12 @@ pub static METRICS: &[&Desc] = &[&ENERGY];
 /// Parses a powercap attribute holding microjoules (`energy_uj`, `max_energy_range_uj`).
 pub fn parse_microjoules(text: &str) -> Result<u64, ParseError> {
     let t = text.trim();
-    t.parse()
-        .map_err(|_| ParseError::new(1, format!("{t:?} is not an energy in µJ")))
+    t.parse().map_err(|_| {
+        ParseError::new(
+            1,
+            format!("{:?} is not an energy in µJ", crate::error::Excerpt(t)),
+        )
+    })
 }
 
 /// Energy used between two readings of a counter that wraps to zero after `max_range`.

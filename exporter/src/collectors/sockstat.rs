@@ -70,7 +70,13 @@ pub fn parse_sockstat<'a>(text: &'a str, out: &mut Vec<SockStat<'a>>) -> Result<
                 ParseError::new(lineno, format!("{protocol}: {key} has no value"))
             })?;
             let value = v.parse().map_err(|_| {
-                ParseError::new(lineno, format!("{protocol} {key}: {v:?} is not a count"))
+                ParseError::new(
+                    lineno,
+                    format!(
+                        "{protocol} {key}: {:?} is not a count",
+                        crate::error::Excerpt(v)
+                    ),
+                )
             })?;
             out.push(SockStat {
                 protocol: protocol.trim(),

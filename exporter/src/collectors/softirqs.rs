@@ -56,7 +56,15 @@ pub fn parse_softirqs(text: &str) -> Result<Softirqs<'_>, ParseError> {
         let cpu = name
             .strip_prefix("CPU")
             .and_then(|n| n.parse().ok())
-            .ok_or_else(|| ParseError::new(1, format!("header column {name:?} is not CPUn")))?;
+            .ok_or_else(|| {
+                ParseError::new(
+                    1,
+                    format!(
+                        "header column {:?} is not CPUn",
+                        crate::error::Excerpt(name)
+                    ),
+                )
+            })?;
         out.cpus.push(cpu);
     }
     if out.cpus.is_empty() {
