@@ -4,6 +4,7 @@
 //! exists, the addresses in rules/prometheus.yml, deploy/analyzer.yml and Grafana's datasources
 //! are the ones the services listen on, and the quick start uses the same configuration files.
 
+use reveal_e2e::documented_capabilities;
 use reveal_e2e::http::authority;
 use reveal_e2e::require_tool;
 use std::collections::BTreeMap;
@@ -167,20 +168,6 @@ fn exporter_sees_the_host() {
     assert!(strings(&e["device_cgroup_rules"])
         .iter()
         .any(|r| r.starts_with("c 202:")));
-}
-
-/// The capabilities docs/privileges.md grants the exporter (its systemd example's
-/// `AmbientCapabilities=` line), sorted.
-fn documented_capabilities() -> Vec<String> {
-    let doc =
-        std::fs::read_to_string(root().join("docs/privileges.md")).expect("docs/privileges.md");
-    let line = doc
-        .lines()
-        .find_map(|l| l.strip_prefix("AmbientCapabilities="))
-        .expect("docs/privileges.md has an AmbientCapabilities= line");
-    let mut caps: Vec<String> = line.split_whitespace().map(str::to_string).collect();
-    caps.sort();
-    caps
 }
 
 #[test]

@@ -16,6 +16,7 @@
 //! kubernetes-validate is not skipped when missing, here or in CI: `.ci/run` installs it, and
 //! elsewhere the failure says how.
 
+use reveal_e2e::documented_capabilities;
 use reveal_e2e::http::authority;
 use reveal_e2e::TempDir;
 use std::path::{Path, PathBuf};
@@ -305,19 +306,6 @@ fn validator_refuses_broken_manifests() {
             "{name}:\n{t}"
         );
     }
-}
-
-/// The capabilities docs/privileges.md grants the exporter (its systemd example's
-/// `AmbientCapabilities=` line), sorted.
-fn documented_capabilities() -> Vec<String> {
-    let doc = read(&root().join("docs/privileges.md"));
-    let line = doc
-        .lines()
-        .find_map(|l| l.strip_prefix("AmbientCapabilities="))
-        .expect("docs/privileges.md has an AmbientCapabilities= line");
-    let mut caps: Vec<String> = line.split_whitespace().map(str::to_string).collect();
-    caps.sort();
-    caps
 }
 
 /// The `job_name` entry of rules/prometheus.yml.

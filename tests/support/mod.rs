@@ -36,6 +36,21 @@ use std::time::{Duration, Instant};
 
 /// A port that was free a moment ago on 127.0.0.1 (the OS picks it; whoever binds it next
 /// may still race with another process, which loopback tests accept).
+/// The capabilities docs/privileges.md grants the exporter (its systemd example's
+/// `AmbientCapabilities=` line), sorted: what the compose file, the systemd unit and the
+/// Kubernetes DaemonSet must grant.
+pub fn documented_capabilities() -> Vec<String> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/privileges.md");
+    let doc = std::fs::read_to_string(&path).expect("docs/privileges.md");
+    let line = doc
+        .lines()
+        .find_map(|l| l.strip_prefix("AmbientCapabilities="))
+        .expect("docs/privileges.md has an AmbientCapabilities= line");
+    let mut caps: Vec<String> = line.split_whitespace().map(str::to_string).collect();
+    caps.sort();
+    caps
+}
+
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
