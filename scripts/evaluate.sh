@@ -15,6 +15,8 @@
 #   --analyzer NAME=PATH   an analyzer binary to evaluate (repeatable; default
 #                          reveal=target/release/reveal-analyzer). Each gets its own
 #                          Alertmanager, receiver-only Prometheus and state directory.
+#   --analyzer-config NAME=FILE   that analyzer's configuration instead of deploy/analyzer.yml
+#                          (its ports are rewritten the same way); two metric sets side by side
 #   --exporter PATH        exporter binary (default target/release/reveal-exporter)
 #   --fault-free MINUTES   fault-free period after the warm-up (default 30)
 #   --gap SECONDS          quiet seconds between faults, and after the last one (default 90)
@@ -102,6 +104,7 @@ fi
 # ---- arguments ------------------------------------------------------------------------------------
 
 ANALYZERS=()
+A_CONFIGS=()
 EXPORTER="target/release/reveal-exporter"
 FAULT_FREE_MIN=30
 GAP=90
@@ -118,6 +121,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --analyzer) arg "$@"; ANALYZERS+=("$2"); shift ;;
     --analyzer=*) ANALYZERS+=("${1#*=}") ;;
+    --analyzer-config) arg "$@"; A_CONFIGS+=("$2"); shift ;;
     --exporter) arg "$@"; EXPORTER="$2"; shift ;;
     --fault-free) arg "$@"; FAULT_FREE_MIN="$2"; shift ;;
     --gap) arg "$@"; GAP="$2"; shift ;;
@@ -161,6 +165,15 @@ for a in "${ANALYZERS[@]}"; do
   A_NAMES+=("$name"); A_BINS+=("$bin")
 done
 NA=${#A_NAMES[@]}
+# --analyzer-config NAME=FILE: that analyzer's configuration instead of deploy/analyzer.yml.
+declare -A A_CFG=()
+for c in "${A_CONFIGS[@]+"${A_CONFIGS[@]}"}"; do
+  [[ "$c" == *=* ]] || die "--analyzer-config takes NAME=FILE"
+  name="${c%%=*}"; file="$(abs "${c#*=}")"
+  [[ " ${A_NAMES[*]} " == *" $name "* ]] || die "--analyzer-config: no analyzer named $name"
+  [ -r "$file" ] || die "--analyzer-config: cannot read $file"
+  A_CFG[$name]="$file"
+done
 
 OUT="${OUT:-/tmp/reveal-eval-$(date +%Y%m%d-%H%M%S)}"
 mkdir -p "$OUT"
@@ -333,11 +346,11 @@ log "phase polling: Alertmanager API v2 of every analyzer, every 1 s"
 # ---- 4. analyzers ------------------------------------------------------------------------------------------
 
 # deploy/analyzer.yml as is, with this run's ports; --quick sets analysis.warmup and .baseline.
-analyzer_config() { # PORT AM_PORT RECV_PORT
+analyzer_config() { # PORT AM_PORT RECV_PORT CONFIG
   sed -e "s|127\.0\.0\.1:19090/api/v1/write|127.0.0.1:$3/api/v1/write|g" \
       -e "s/127\.0\.0\.1:19090/127.0.0.1:$PROM_PORT/g" \
       -e "s/127\.0\.0\.1:19093/127.0.0.1:$2/g" \
-      -e "s/127\.0\.0\.1:19191/127.0.0.1:$1/g" "$ROOT/deploy/analyzer.yml" |
+      -e "s/127\.0\.0\.1:19191/127.0.0.1:$1/g" "$4" |
   if [ "$QUICK" = 1 ]; then
     awk 'BEGIN {found = 0}
       /^analysis:[[:space:]]*$/ {print; print "  warmup: 1m"; print "  baseline: 3m"; found = 1; inblk = 1; next}
@@ -350,7 +363,8 @@ analyzer_config() { # PORT AM_PORT RECV_PORT
 A_STARTED_MS=$(now_ms)
 for ((i = 0; i < NA; i++)); do
   d="${A_DIRS[i]}"
-  analyzer_config "${A_PORT[i]}" "${AM_PORT[i]}" "${RECV_PORT[i]}" >"$d/analyzer.yml"
+  analyzer_config "${A_PORT[i]}" "${AM_PORT[i]}" "${RECV_PORT[i]}" \
+    "${A_CFG[${A_NAMES[i]}]:-$ROOT/deploy/analyzer.yml}" >"$d/analyzer.yml"
   "${A_BINS[i]}" run --config.file="$d/analyzer.yml" --check-config >"$d/check-config.log" 2>&1 ||
     die "analyzer ${A_NAMES[i]} refuses its config: $(tail -n 5 "$d/check-config.log")"
   spawn "analyzer-${A_NAMES[i]}" "$d/analyzer.log" bash -c 'cd "$1" && exec "$2" run --config.file="$3"' _ \

@@ -23,12 +23,14 @@ fn tmp(name: &str) -> PathBuf {
 
 fn args(inputs: Vec<PathBuf>, tag: &str) -> PruneArgs {
     PruneArgs {
-        inputs,
+        inputs: inputs.iter().map(|p| p.display().to_string()).collect(),
         threshold: 0.5,
         selection: Some(tmp(&format!("{tag}-selection.yml"))),
         curves: Some(tmp(&format!("{tag}-curves.csv"))),
         verdicts: Some(tmp(&format!("{tag}-verdicts.jsonl"))),
         metric_set: None,
+        metric_set_into: None,
+        per_series: true,
         step_ms: 100,
         host_label: "instance".into(),
         prune_static: false,
@@ -80,6 +82,7 @@ fn a_recording_of_this_host_prunes_to_a_loadable_selection() {
     std::fs::write(&path, rec).unwrap();
     let summary = run_cli(&args(vec![path], "host")).unwrap();
     let sel = Selection::load(&tmp("host-selection.yml")).unwrap();
+    assert!(sel.unknown().is_empty(), "{:?}", sel.unknown());
     // The CPU moved, so CPU time is judged and some series of it is kept.
     let cpu = known_descs()
         .find(|d| d.sample_name() == "reveal_cpu_time_seconds_total")

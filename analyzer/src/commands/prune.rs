@@ -1,10 +1,16 @@
-//! `reveal-analyzer prune RECORDING...`: correlation pruning over recorded runs, writing the
-//! exporter's selection file and figure 4's curves.
+//! `reveal-analyzer prune [WORKLOAD=]RECORDING...`: correlation pruning over recorded runs
+//! (paper §4.1), writing the exporter's selection file, the analyzer's metric set and
+//! figure 4's curves.
+//!
+//! The runs of one workload (every host of every file given the same `WORKLOAD=` name) are
+//! averaged into one correlation matrix ([`workload::average`]); a file without a name is a
+//! workload of its own. Each workload is pruned, and the union over workloads is kept.
 
 use std::path::PathBuf;
 
 use crate::core::prune::{
-    correlate, curves, curves_csv, selection::selection_yaml, thresholds, union,
+    correlate, curves, curves_csv, metric_set, selection::selection_yaml, thresholds, union,
+    workload, RunCorrelation, INSTANCE_LABELS,
 };
 use crate::ingest::kinds::MetricSet;
 use crate::ingest::{FileFormat, FileSource, Source, SourceOptions};
@@ -12,9 +18,10 @@ use crate::ingest::{FileFormat, FileSource, Source, SourceOptions};
 #[derive(Debug, clap::Args)]
 pub struct PruneArgs {
     /// Recordings (OpenMetrics/Prometheus text with timestamps, or CSV); each host of each
-    /// file is one run.
-    #[arg(required = true)]
-    pub inputs: Vec<PathBuf>,
+    /// file is one run. `NAME=FILE` puts the file's runs in workload NAME, whose runs'
+    /// correlations are averaged before pruning; a file without a name is its own workload.
+    #[arg(required = true, value_name = "[WORKLOAD=]FILE")]
+    pub inputs: Vec<String>,
     /// Correlation threshold |r| at and above which two channels are redundant.
     #[arg(long, default_value_t = 0.5)]
     pub threshold: f64,
@@ -24,6 +31,16 @@ pub struct PruneArgs {
     /// Write figure 4's curves (CSV) here.
     #[arg(long = "output.curves", value_name = "FILE")]
     pub curves: Option<PathBuf>,
+    /// Write the kept channels as the generated block of this analyzer configuration's
+    /// `metrics:` (between its `# BEGIN generated` and `# END generated` lines; the rest of the
+    /// file is kept as it is).
+    #[arg(long = "output.metric-set", value_name = "ANALYZER_YML")]
+    pub metric_set_into: Option<PathBuf>,
+    /// Select the recorded host's own series one by one, and nothing it did not serve,
+    /// instead of kinds of series on every CPU, device and node and every metric the
+    /// recordings never showed (which a selection shipped for all hosts needs).
+    #[arg(long = "per-series")]
+    pub per_series: bool,
     /// Write every channel's verdict (JSON lines) here.
     #[arg(long = "output.verdicts", value_name = "FILE")]
     pub verdicts: Option<PathBuf>,
@@ -40,6 +57,21 @@ pub struct PruneArgs {
     /// cross-host comparison.
     #[arg(long = "prune-static")]
     pub prune_static: bool,
+}
+
+/// `NAME=FILE` → (NAME, FILE); a plain FILE is a workload named after it. A name is letters,
+/// digits, `_`, `-` and `.`, so a path with `=` in it still reads as a path.
+fn split_input(input: &str) -> (String, PathBuf) {
+    if let Some((name, path)) = input.split_once('=') {
+        let plain = !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+        if plain && !std::path::Path::new(input).exists() {
+            return (name.to_string(), PathBuf::from(path));
+        }
+    }
+    (input.to_string(), PathBuf::from(input))
 }
 
 fn write(path: &PathBuf, text: &str) -> Result<(), String> {
@@ -64,26 +96,51 @@ pub fn run_cli(args: &PruneArgs) -> Result<String, String> {
         metric_set,
         ..SourceOptions::default()
     };
-    let mut runs = Vec::new();
-    for path in &args.inputs {
+    // Workloads in the order first named, each with its runs.
+    let mut workloads: Vec<(String, Vec<RunCorrelation>)> = Vec::new();
+    for input in &args.inputs {
+        let (name, path) = split_input(input);
         let mut src = FileSource {
             path: path.clone(),
-            format: FileFormat::from_path(path),
+            format: FileFormat::from_path(&path),
             options: options.clone(),
         };
         let hosts = src
             .fetch(None)
             .map_err(|e| format!("{}: {e}", path.display()))?;
+        let pos = match workloads.iter().position(|(w, _)| *w == name) {
+            Some(p) => p,
+            None => {
+                workloads.push((name.clone(), Vec::new()));
+                workloads.len() - 1
+            }
+        };
         for m in hosts {
             let label = format!("{}:{}", path.display(), m.host);
-            runs.push(correlate(&label, &m, args.prune_static));
+            workloads[pos]
+                .1
+                .push(correlate(&label, &m, args.prune_static));
         }
     }
+    let runs: Vec<RunCorrelation> = workloads
+        .iter()
+        .map(|(name, rs)| {
+            if rs.len() == 1 {
+                let mut r = rs[0].clone();
+                r.run = name.clone();
+                r
+            } else {
+                workload::average(name, rs)
+            }
+        })
+        .collect();
+    let n_runs: usize = workloads.iter().map(|(_, rs)| rs.len()).sum();
     let verdicts = union(&runs, args.threshold);
     let kept = verdicts.iter().filter(|v| v.kept).count();
     let mut summary = format!(
-        "{} runs, {} channels; kept {} at |r| ≥ {} ({} selected, {} never judged), removed {}\n",
+        "{} workloads of {} runs, {} channels; kept {} at |r| ≥ {} ({} selected, {} never judged), removed {}\n",
         runs.len(),
+        n_runs,
         verdicts.len(),
         kept,
         args.threshold,
@@ -92,31 +149,65 @@ pub fn run_cli(args: &PruneArgs) -> Result<String, String> {
         verdicts.len() - kept
     );
     for rc in &runs {
+        let alone = union(std::slice::from_ref(rc), args.threshold);
         summary.push_str(&format!(
-            "  {}: {} channels, {} judged\n",
+            "  {}: {} runs, {} channels, {} judged, {} representatives\n",
             rc.run,
+            workloads
+                .iter()
+                .find(|(w, _)| *w == rc.run)
+                .map_or(1, |(_, rs)| rs.len()),
             rc.channels.len(),
-            rc.judged.len()
+            rc.judged.len(),
+            alone.iter().filter(|v| v.reason == "selected").count()
         ));
     }
+    let inputs = args.inputs.join(", ");
+    let instance_labels: &[&str] = if args.per_series {
+        &[]
+    } else {
+        INSTANCE_LABELS
+    };
     if let Some(p) = &args.selection {
-        let inputs: Vec<String> = args
-            .inputs
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect();
         let header = vec![
             "Metric selection written by `reveal-analyzer prune` (paper §4.1).".to_string(),
             format!(
-                "Correlation pruning at |r| >= {}, union over {} runs: {}.",
+                "Correlation pruning at |r| >= {}, union over {} workloads ({} runs): {}.",
                 args.threshold,
                 runs.len(),
-                inputs.join(", ")
+                n_runs,
+                inputs
             ),
             format!("{kept} of {} channels kept.", verdicts.len()),
         ];
-        write(p, &selection_yaml(&verdicts, &header)?)?;
+        write(
+            p,
+            &selection_yaml(&verdicts, &header, instance_labels, !args.per_series)?,
+        )?;
         summary.push_str(&format!("selection: {}\n", p.display()));
+    }
+    if let Some(p) = &args.metric_set_into {
+        let config = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        let hand =
+            metric_set::hand_written_exprs(&config).map_err(|e| format!("{}: {e}", p.display()))?;
+        let header = vec![
+            format!(
+                "Correlation pruning at |r| >= {} (paper §4.1), union over {} workloads ({} runs).",
+                args.threshold,
+                runs.len(),
+                n_runs
+            ),
+            "Regenerate with scripts/prune_workloads.py (docs/metric-selection.md); edit the \
+             entries above this block by hand."
+                .to_string(),
+        ];
+        let mut ignore: Vec<&str> = instance_labels.to_vec();
+        ignore.extend([args.host_label.as_str(), "job"]);
+        let block = metric_set::generated_block(&verdicts, &hand, &ignore, &header);
+        let updated = metric_set::replace_block(&config, &block)
+            .map_err(|e| format!("{}: {e}", p.display()))?;
+        write(p, &updated)?;
+        summary.push_str(&format!("metric set: {}\n", p.display()));
     }
     if let Some(p) = &args.curves {
         write(p, &curves_csv(&curves(&runs, &thresholds())))?;

@@ -230,18 +230,34 @@ fn referenced_metrics(expr: &str) -> Vec<String> {
             let value = &rest[1..end - 1];
             let before = expr[..expr.len() - rest.len()].trim_end();
             if before.ends_with("__name__=~") || before.ends_with("__name__=") {
-                match value.split_once('(') {
-                    Some((pre, tail)) => {
-                        let (alts, post) = tail.split_once(')').expect(value);
-                        assert!(plain(pre) && plain(post), "unsupported regex {value:?}");
-                        for alt in alts.split('|') {
-                            assert!(plain(alt), "unsupported regex {value:?}");
-                            out.push(format!("{pre}{alt}{post}"));
+                // Top-level alternatives (`a|b_(c|d)`), each a plain name or one group.
+                let (mut parts, mut depth, mut start) = (Vec::new(), 0, 0);
+                for (i, ch) in value.char_indices() {
+                    match ch {
+                        '(' => depth += 1,
+                        ')' => depth -= 1,
+                        '|' if depth == 0 => {
+                            parts.push(&value[start..i]);
+                            start = i + 1;
                         }
+                        _ => {}
                     }
-                    None => {
-                        assert!(plain(value), "unsupported regex {value:?}");
-                        out.push(value.to_string());
+                }
+                parts.push(&value[start..]);
+                for part in parts {
+                    match part.split_once('(') {
+                        Some((pre, tail)) => {
+                            let (alts, post) = tail.split_once(')').expect(value);
+                            assert!(plain(pre) && plain(post), "unsupported regex {value:?}");
+                            for alt in alts.split('|') {
+                                assert!(plain(alt), "unsupported regex {value:?}");
+                                out.push(format!("{pre}{alt}{post}"));
+                            }
+                        }
+                        None => {
+                            assert!(plain(part), "unsupported regex {value:?}");
+                            out.push(part.to_string());
+                        }
                     }
                 }
             }
@@ -272,6 +288,15 @@ fn shipped_configs_read_only_metrics_the_exporter_has() {
             "rate(reveal_a_total{mode!=\"reveal_b\"}[1s]) / {__name__=~\"reveal_c_(d|e)_bytes\"}"
         ),
         ["reveal_a_total", "reveal_c_d_bytes", "reveal_c_e_bytes"]
+    );
+    assert_eq!(
+        referenced_metrics("{__name__=~\"reveal_f|reveal_g_(h|i)_ratio|reveal_j\"}"),
+        [
+            "reveal_f",
+            "reveal_g_h_ratio",
+            "reveal_g_i_ratio",
+            "reveal_j"
+        ]
     );
     for (file, text) in [
         ("analyzer/examples/analyzer.yml", EXAMPLE),
@@ -410,4 +435,45 @@ fn forgetting_a_host_before_its_episode_ends_is_refused() {
         c.unwrap().analysis.forget_host_after.0,
         Duration::from_secs(3600)
     );
+}
+
+/// The configurations for clusters that run node_exporter (and dcgm-exporter) instead of
+/// reveal-exporter: they load, read those exporters' names, say the subsystem and kind of
+/// every entry, and split hosts by `instance` (tests/analyzer_node_exporter.rs runs them).
+#[test]
+fn the_adoption_configs_load() {
+    for (file, text, gpu) in [
+        (
+            "deploy/analyzer-node-exporter.yml",
+            include_str!("../../../deploy/analyzer-node-exporter.yml"),
+            false,
+        ),
+        (
+            "deploy/analyzer-dcgm.yml",
+            include_str!("../../../deploy/analyzer-dcgm.yml"),
+            true,
+        ),
+    ] {
+        let c = Config::parse(text, Path::new(file)).unwrap();
+        assert_eq!(c.source.prometheus.as_ref().unwrap().host_label, "instance");
+        assert!(c.outputs.alertmanager.is_some() && c.outputs.remote_write.is_some());
+        let names: Vec<String> = c.metrics.iter().map(MetricSpec::channel_name).collect();
+        for want in ["node_cpu_busy_cores", "node_disk_written_bytes_total"] {
+            assert!(names.iter().any(|n| n == want), "{file}: {names:?}");
+        }
+        assert_eq!(
+            names.iter().any(|n| n == "DCGM_FI_DEV_GPU_UTIL"),
+            gpu,
+            "{file}: {names:?}"
+        );
+        for m in &c.metrics {
+            assert!(m.kind.is_some(), "{file}: no kind: {m:?}");
+            assert!(!m.expr.contains("reveal_"), "{file}: {m:?}");
+            // A series that keeps its name is classified by the entry of that name: a
+            // `{__name__=~"…"}` entry's subsystem, kind and resolution would not apply.
+            assert!(!m.expr.contains("__name__"), "{file}: {m:?}");
+            let dcgm = m.channel_name().starts_with("DCGM_");
+            assert_eq!(m.subsystem == "gpu", dcgm, "{file}: {m:?}");
+        }
+    }
 }

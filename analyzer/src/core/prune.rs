@@ -34,7 +34,9 @@
 //!   channels seen.
 
 pub mod linalg;
+pub mod metric_set;
 pub mod selection;
+pub mod workload;
 
 use std::collections::BTreeMap;
 
@@ -42,7 +44,31 @@ use ndarray::Array2;
 use regex::Regex;
 use serde::Serialize;
 
-use crate::core::matrix::{HostMatrix, Kind};
+use crate::core::matrix::{Channel, HostMatrix, Kind, MetricType, Subsystem};
+
+/// Labels that say *which* unit a series measures (a CPU, a device, a NUMA node, a GPU, a
+/// sensor) rather than *what* it measures. A selection or metric set written for every host
+/// does not match them: a kind of series kept on CPU 0 of the recorded host is kept on every
+/// CPU of every host, where an imbalance across CPUs is the signal. `instance` and `job` are
+/// Prometheus' target labels.
+pub const INSTANCE_LABELS: &[&str] = &[
+    "cpu",
+    "device",
+    "node",
+    "gpu",
+    "uuid",
+    "model",
+    "pci_bus_id",
+    "port",
+    "chip",
+    "sensor",
+    "label",
+    "irq",
+    "link",
+    "zone",
+    "instance",
+    "job",
+];
 
 /// Least finite samples a channel needs in a run to be judged.
 pub const MIN_SAMPLES: usize = 10;
@@ -55,8 +81,8 @@ const BLOCK: usize = 4096;
 pub struct RunCorrelation {
     /// Label of the run (`file:host`).
     pub run: String,
-    /// All channel names of the run, and their kinds.
-    pub channels: Vec<(String, String, Kind)>,
+    /// All channels of the run (name, metric, subsystem, kind, type).
+    pub channels: Vec<Channel>,
     /// Indices (into `channels`) of the judged channels: enough samples, non-zero variance,
     /// and not static unless static channels are pruned too.
     pub judged: Vec<usize>,
@@ -141,11 +167,7 @@ pub fn correlate(run: &str, m: &HostMatrix, prune_static: bool) -> RunCorrelatio
     }
     RunCorrelation {
         run: run.to_string(),
-        channels: m
-            .channels
-            .iter()
-            .map(|c| (c.name.clone(), c.metric.clone(), c.kind))
-            .collect(),
+        channels: m.channels.clone(),
         judged,
         r,
     }
@@ -239,10 +261,10 @@ pub fn ranking(rc: &RunCorrelation) -> Vec<usize> {
     let mut order: Vec<usize> = (0..k).collect();
     order.sort_by(|&a, &b| {
         let (ca, cb) = (&rc.channels[rc.judged[a]], &rc.channels[rc.judged[b]]);
-        priority(&ca.1)
-            .cmp(&priority(&cb.1))
+        priority(&ca.metric)
+            .cmp(&priority(&cb.metric))
             .then(corr_var[b].total_cmp(&corr_var[a]))
-            .then_with(|| ca.0.cmp(&cb.0))
+            .then_with(|| ca.name.cmp(&cb.name))
     });
     order
 }
@@ -272,6 +294,10 @@ pub fn select(rc: &RunCorrelation, order: &[usize], threshold: f64) -> RunSelect
 pub struct ChannelVerdict {
     pub channel: String,
     pub metric: String,
+    pub subsystem: Subsystem,
+    pub kind: Kind,
+    /// Whether the channel is a counter (a metric set reads it as a rate).
+    pub counter: bool,
     pub kept: bool,
     /// Why: `selected` (a representative in some run), `unjudged` (constant, too short or
     /// static in every run it appears in), `redundant` (clustered under another channel in
@@ -286,25 +312,25 @@ pub struct ChannelVerdict {
 pub fn union(runs: &[RunCorrelation], threshold: f64) -> Vec<ChannelVerdict> {
     #[derive(Default)]
     struct Acc {
-        metric: String,
+        meta: Option<Channel>,
         selected: bool,
         judged: bool,
         rep: Option<(String, f64)>,
     }
     let mut acc: BTreeMap<String, Acc> = BTreeMap::new();
     for rc in runs {
-        for (name, metric, _) in &rc.channels {
-            acc.entry(name.clone()).or_default().metric = metric.clone();
+        for c in &rc.channels {
+            acc.entry(c.name.clone()).or_default().meta = Some(c.clone());
         }
         let sel = select(rc, &ranking(rc), threshold);
         for (a, &ra) in sel.representative.iter().enumerate() {
-            let name = &rc.channels[rc.judged[a]].0;
+            let name = &rc.channels[rc.judged[a]].name;
             let e = acc.get_mut(name).expect("every channel was entered above");
             e.judged = true;
             if ra == a {
                 e.selected = true;
             } else if e.rep.is_none() {
-                e.rep = Some((rc.channels[rc.judged[ra]].0.clone(), rc.r[[a, ra]].abs()));
+                e.rep = Some((rc.channels[rc.judged[ra]].name.clone(), rc.r[[a, ra]].abs()));
             }
         }
     }
@@ -321,9 +347,13 @@ pub fn union(runs: &[RunCorrelation], threshold: f64) -> Vec<ChannelVerdict> {
                 (false, Some((n, r))) => (Some(n), Some(r)),
                 _ => (None, None),
             };
+            let meta = e.meta.expect("every channel was entered with its metadata");
             ChannelVerdict {
                 channel,
-                metric: e.metric,
+                metric: meta.metric,
+                subsystem: meta.subsystem,
+                kind: meta.kind,
+                counter: meta.metric_type == MetricType::Counter,
                 kept,
                 reason,
                 represented_by,

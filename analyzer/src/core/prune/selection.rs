@@ -27,13 +27,26 @@ fn quote(s: &str) -> String {
 }
 
 /// The selection YAML for the kept channels, with `header` as leading comment lines.
+/// Labels in `instance_labels` (which CPU, device, node: [`super::INSTANCE_LABELS`]) are not
+/// matched, so a kind of series kept on one CPU of the recorded host is kept on every CPU of
+/// every host; with none, the selection names the recorded host's series one by one.
 /// Fails (with the exporter's message) only if the exporter would refuse the text.
-pub fn selection_yaml(verdicts: &[ChannelVerdict], header: &[String]) -> Result<String, String> {
-    // metric → (kept channel names, channels seen)
-    let mut by_metric: BTreeMap<&str, (Vec<&str>, usize)> = BTreeMap::new();
+///
+/// With `keep_unseen`, every metric the exporter can emit that the recordings never showed
+/// (hardware the recorded host lacks: GPUs, InfiniBand, RAPL, MSRs) is kept whole: nothing
+/// showed it redundant, and a selection shipped for every host must not switch off a
+/// collector because the host it was made on had no such device.
+pub fn selection_yaml(
+    verdicts: &[ChannelVerdict],
+    header: &[String],
+    instance_labels: &[&str],
+    keep_unseen: bool,
+) -> Result<String, String> {
+    // metric → (kept channel names, seen channel names)
+    let mut by_metric: BTreeMap<&str, (Vec<&str>, Vec<&str>)> = BTreeMap::new();
     for v in verdicts {
         let e = by_metric.entry(v.metric.as_str()).or_default();
-        e.1 += 1;
+        e.1.push(v.channel.as_str());
         if v.kept {
             e.0.push(v.channel.as_str());
         }
@@ -50,33 +63,87 @@ pub fn selection_yaml(verdicts: &[ChannelVerdict], header: &[String]) -> Result<
             foreign.push(*metric);
             continue;
         };
-        let mut sets: Vec<Vec<(String, String)>> = Vec::new();
-        for ch in kept {
+        let label_set = |ch: &str| -> Vec<(String, String)> {
             let (_, labels) = parse_channel(ch);
-            let set: Vec<(String, String)> = labels
+            labels
                 .into_iter()
-                .filter(|(k, _)| desc.labels.contains(&k.as_str()))
-                .collect();
-            sets.push(set);
-        }
-        if kept.len() == *seen || sets.iter().any(Vec::is_empty) {
+                .filter(|(k, _)| {
+                    desc.labels.contains(&k.as_str()) && !instance_labels.contains(&k.as_str())
+                })
+                .collect()
+        };
+        let distinct = |chs: &[&str]| {
+            let mut sets: Vec<Vec<(String, String)>> = chs.iter().map(|c| label_set(c)).collect();
+            sets.sort();
+            sets.dedup();
+            sets
+        };
+        let (sets, seen_sets) = (distinct(kept), distinct(seen));
+        if sets.len() == seen_sets.len() || sets.iter().any(Vec::is_empty) {
             entries.push_str(&format!("  - {metric}\n"));
             whole += 1;
             continue;
         }
-        sets.sort();
-        sets.dedup();
-        for set in sets {
-            let m: Vec<String> = set
+        // Sets that differ in one label only are one entry with an alternation of its
+        // values (`field: 'RetransSegs|InErrs'`: a protocol's kept fields in one line); the
+        // label that gives the fewest entries is the one alternated.
+        let merge = |i: usize| {
+            let mut merged: BTreeMap<Vec<(String, String)>, (String, Vec<String>)> =
+                BTreeMap::new();
+            for set in &sets {
+                let mut rest = set.clone();
+                let (k, v) = rest.remove(i);
+                let e = merged.entry(rest).or_insert_with(|| (k, Vec::new()));
+                e.1.push(regex::escape(&v));
+            }
+            merged
+        };
+        let width = sets.iter().map(Vec::len).min().unwrap_or(0);
+        let same_keys = sets
+            .iter()
+            .all(|s| s.iter().map(|(k, _)| k).eq(sets[0].iter().map(|(k, _)| k)));
+        let merged = if same_keys && width > 0 {
+            (0..width)
+                .map(merge)
+                .min_by_key(BTreeMap::len)
+                .unwrap_or_default()
+        } else {
+            // Sets with different labels: one entry each (the alternation of one value).
+            sets.iter()
+                .map(|set| {
+                    let mut rest = set.clone();
+                    let (k, v) = rest.pop().unwrap_or_default();
+                    (rest, (k, vec![regex::escape(&v)]))
+                })
+                .collect()
+        };
+        for (rest, (last, values)) in merged {
+            let mut m: Vec<String> = rest
                 .iter()
                 .map(|(k, v)| format!("{k}: {}", quote(&regex::escape(v))))
                 .collect();
+            m.push(format!("{last}: {}", quote(&values.join("|"))));
             entries.push_str(&format!(
                 "  - name: {metric}\n    match: {{{}}}\n",
                 m.join(", ")
             ));
         }
         partial += 1;
+    }
+    let mut unseen = String::new();
+    if keep_unseen {
+        for m in catalog::METRICS {
+            if !m.name.starts_with("reveal_exporter_") && !by_metric.contains_key(m.name) {
+                unseen.push_str(&format!("  - {}\n", m.name));
+                whole += 1;
+            }
+        }
+    }
+    if !unseen.is_empty() {
+        entries.push_str(
+            "  # Not served on the recorded host (no such hardware or driver there): kept whole.\n",
+        );
+        entries.push_str(&unseen);
     }
     let mut out = String::new();
     for h in header {
@@ -111,6 +178,9 @@ mod tests {
         ChannelVerdict {
             channel: channel.to_string(),
             metric: channel.split('{').next().unwrap_or(channel).to_string(),
+            subsystem: crate::core::matrix::Subsystem::Network,
+            kind: crate::core::matrix::Kind::Dynamic,
+            counter: channel.contains("_total"),
             kept,
             reason: if kept { "selected" } else { "redundant" },
             represented_by: None,
@@ -132,10 +202,12 @@ mod tests {
             ),
             v("instance:cpu_busy:ratio", true),
         ];
-        let yaml = selection_yaml(&verdicts, &["header".to_string()]).unwrap();
+        let yaml = selection_yaml(&verdicts, &["header".to_string()], &[], false).unwrap();
         assert!(yaml.starts_with("# header\n"), "{yaml}");
-        assert!(yaml.contains("match: {device: 'eth0\\.100'}"), "{yaml}");
-        assert!(yaml.contains("match: {device: 'it''s'}"), "{yaml}");
+        assert!(
+            yaml.contains("match: {device: 'eth0\\.100|it''s'}"),
+            "{yaml}"
+        );
         assert!(yaml.contains("#   instance:cpu_busy:ratio"), "{yaml}");
         assert!(!yaml.contains("  - reveal_exporter_"), "{yaml}");
         let sel = Selection::parse(&yaml).unwrap();
@@ -145,7 +217,78 @@ mod tests {
         assert!(rule.keeps(&[("device", "it's".to_string())]));
         assert!(!rule.keeps(&[("device", "eth1".to_string())]));
         // Nothing kept at all: an empty list the exporter accepts.
-        let yaml = selection_yaml(&[v(&format!("{rx}{{device=\"eth1\"}}"), false)], &[]).unwrap();
+        let yaml = selection_yaml(
+            &[v(&format!("{rx}{{device=\"eth1\"}}"), false)],
+            &[],
+            &[],
+            false,
+        )
+        .unwrap();
         assert!(yaml.ends_with("metrics: []\n"), "{yaml}");
+    }
+
+    #[test]
+    fn instance_labels_are_not_matched() {
+        let s = "reveal_cpu_softirqs_total";
+        let verdicts = [
+            v(&format!("{s}{{cpu=\"0\",type=\"NET_RX\"}}"), true),
+            v(&format!("{s}{{cpu=\"1\",type=\"NET_RX\"}}"), false),
+            v(&format!("{s}{{cpu=\"0\",type=\"TIMER\"}}"), false),
+            v(&format!("{s}{{cpu=\"1\",type=\"TIMER\"}}"), false),
+            v("reveal_network_receive_bytes_total{device=\"eth0\"}", true),
+            v("reveal_network_receive_bytes_total{device=\"eth1\"}", false),
+        ];
+        let yaml =
+            selection_yaml(&verdicts, &[], crate::core::prune::INSTANCE_LABELS, true).unwrap();
+        assert!(
+            yaml.contains("  - name: reveal_cpu_softirqs_total\n    match: {type: 'NET_RX'}\n"),
+            "{yaml}"
+        );
+        assert!(
+            yaml.contains("  - reveal_network_receive_bytes_total\n"),
+            "{yaml}"
+        );
+        let sel = Selection::parse(&yaml).unwrap();
+        let rule = sel.rule(s).unwrap();
+        let cpu7_rx = [("cpu", "7".to_string()), ("type", "NET_RX".to_string())];
+        assert!(rule.keeps(&cpu7_rx));
+        assert!(!rule.keeps(&[("cpu", "0".to_string()), ("type", "TIMER".to_string())]));
+        // Metrics the recording never showed (no GPU there) are kept whole.
+        assert!(sel.wants("reveal_gpu_utilization_ratio"), "{yaml}");
+        assert!(
+            sel.wants("reveal_network_infiniband_receive_bytes_total"),
+            "{yaml}"
+        );
+        assert!(!yaml.contains("  - reveal_exporter_"), "{yaml}");
+    }
+
+    #[test]
+    fn kept_kinds_differing_in_one_label_are_one_entry() {
+        let m = "reveal_network_protocol_events_total";
+        let ch = |p: &str, f: &str| format!("{m}{{field=\"{f}\",protocol=\"{p}\"}}");
+        let verdicts = [
+            v(&ch("Tcp", "RetransSegs"), true),
+            v(&ch("Tcp", "InErrs"), true),
+            v(&ch("Tcp", "ActiveOpens"), false),
+            v(&ch("Udp", "InErrors"), true),
+            v(&ch("Udp", "InDatagrams"), false),
+        ];
+        let yaml = selection_yaml(&verdicts, &[], &[], false).unwrap();
+        assert_eq!(
+            yaml.matches(&format!("  - name: {m}\n")).count(),
+            2,
+            "{yaml}"
+        );
+        assert!(
+            yaml.contains("match: {protocol: 'Tcp', field: 'InErrs|RetransSegs'}"),
+            "{yaml}"
+        );
+        let sel = Selection::parse(&yaml).unwrap();
+        let rule = sel.rule(m).unwrap();
+        let keeps =
+            |p: &str, f: &str| rule.keeps(&[("field", f.to_string()), ("protocol", p.to_string())]);
+        assert!(keeps("Tcp", "RetransSegs") && keeps("Tcp", "InErrs") && keeps("Udp", "InErrors"));
+        assert!(!keeps("Tcp", "ActiveOpens") && !keeps("Udp", "InDatagrams"));
+        assert!(!keeps("Udp", "RetransSegs"));
     }
 }
