@@ -143,8 +143,10 @@ def main():
     varied = sum(1 for v in vs if v["reason"] != "unjudged")
     selected = sum(1 for v in vs if v["reason"] == "selected")
     lines.append(f"| **union** | {len(runs)} | {raw} | {varied} | **{selected}** |")
-    lines += ["", f"Kept: the {selected} representatives and the {raw - varied} channels that "
-              f"never varied in any run ({len(kept)} of {raw}); removed as redundant: "
+    read = sum(1 for v in vs if v["reason"] == "read by the metric set")
+    lines += ["", f"Kept {len(kept)} of {raw}: the {selected} representatives, the "
+              f"{raw - varied} channels that never varied in any run, and {read} redundant ones "
+              f"that the analyzer's hand-written entries read; removed as redundant: "
               f"{raw - len(kept)}."]
     lines += ["", "| subsystem | channels | kept |", "| --- | ---: | ---: |"]
     for s in sorted(per_sub):

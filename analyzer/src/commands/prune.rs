@@ -135,7 +135,30 @@ pub fn run_cli(args: &PruneArgs) -> Result<String, String> {
         })
         .collect();
     let n_runs: usize = workloads.iter().map(|(_, rs)| rs.len()).sum();
-    let verdicts = union(&runs, args.threshold);
+    let mut verdicts = union(&runs, args.threshold);
+    // The analyzer configuration the metric set goes into: what its hand-written entries read
+    // stays in the selection, whatever pruning said (a ratio or a sum over CPUs needs its
+    // inputs served).
+    let hand = match &args.metric_set_into {
+        Some(p) => {
+            let config =
+                std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+            let hand = metric_set::hand_written(&config)
+                .map_err(|e| format!("{}: {e}", p.display()))?;
+            Some((config, hand))
+        }
+        None => None,
+    };
+    if let Some((_, hand)) = &hand {
+        for v in verdicts.iter_mut().filter(|v| !v.kept) {
+            if metric_set::read_by(&v.metric, &hand.all) {
+                v.kept = true;
+                v.reason = "read by the metric set";
+                v.represented_by = None;
+                v.abs_r = None;
+            }
+        }
+    }
     let kept = verdicts.iter().filter(|v| v.kept).count();
     let mut summary = format!(
         "{} workloads of {} runs, {} channels; kept {} at |r| ≥ {} ({} selected, {} never judged), removed {}\n",
@@ -186,10 +209,7 @@ pub fn run_cli(args: &PruneArgs) -> Result<String, String> {
         )?;
         summary.push_str(&format!("selection: {}\n", p.display()));
     }
-    if let Some(p) = &args.metric_set_into {
-        let config = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
-        let hand =
-            metric_set::hand_written_exprs(&config).map_err(|e| format!("{}: {e}", p.display()))?;
+    if let (Some(p), Some((config, hand))) = (&args.metric_set_into, &hand) {
         let header = vec![
             format!(
                 "Correlation pruning at |r| >= {} (paper §4.1), union over {} workloads ({} runs).",
@@ -203,8 +223,8 @@ pub fn run_cli(args: &PruneArgs) -> Result<String, String> {
         ];
         let mut ignore: Vec<&str> = instance_labels.to_vec();
         ignore.extend([args.host_label.as_str(), "job"]);
-        let block = metric_set::generated_block(&verdicts, &hand, &ignore, &header);
-        let updated = metric_set::replace_block(&config, &block)
+        let block = metric_set::generated_block(&verdicts, &hand.own, &ignore, &header);
+        let updated = metric_set::replace_block(config, &block)
             .map_err(|e| format!("{}: {e}", p.display()))?;
         write(p, &updated)?;
         summary.push_str(&format!("metric set: {}\n", p.display()));

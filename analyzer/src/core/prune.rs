@@ -301,7 +301,8 @@ pub struct ChannelVerdict {
     pub kept: bool,
     /// Why: `selected` (a representative in some run), `unjudged` (constant, too short or
     /// static in every run it appears in), `redundant` (clustered under another channel in
-    /// every run that judged it).
+    /// every run that judged it), `read by the metric set` (redundant, but a hand-written
+    /// entry of the analyzer configuration reads it: `prune --output.metric-set`).
     pub reason: &'static str,
     /// For redundant channels: the representative and |r| in the first run that clustered it.
     pub represented_by: Option<String>,

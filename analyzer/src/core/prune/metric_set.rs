@@ -255,12 +255,21 @@ pub fn replace_block(config: &str, block: &str) -> Result<String, String> {
     Ok(out)
 }
 
-/// The expressions of a configuration's `metrics:` entries outside the generated block whose
-/// channels keep the metric's own name (no `name:`): a generated entry for a metric one of
-/// them reads would make the same channels twice. An entry with a `name:` makes channels of
-/// its own (a sum over CPUs, a ratio), so the metric it reads is still generated where
-/// pruning kept it: the busy cores of the whole host and each CPU's time are both watched.
-pub fn hand_written_exprs(config: &str) -> Result<Vec<String>, String> {
+/// The expressions of a configuration's `metrics:` entries outside the generated block.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HandWritten {
+    /// Of the entries whose channels keep the metric's own name (no `name:`): a generated
+    /// entry for a metric one of them reads would make the same channels twice. An entry
+    /// with a `name:` makes channels of its own (a sum over CPUs, a ratio), so the metric it
+    /// reads is still generated where pruning kept it: the busy cores of the whole host and
+    /// each CPU's time are both watched.
+    pub own: Vec<String>,
+    /// Of every entry: the metrics they read must stay in the exporter's selection.
+    pub all: Vec<String>,
+}
+
+/// The hand-written entries of an analyzer configuration (outside the generated block).
+pub fn hand_written(config: &str) -> Result<HandWritten, String> {
     let mut outside = String::new();
     let mut inside = false;
     for l in config.lines() {
@@ -275,16 +284,27 @@ pub fn hand_written_exprs(config: &str) -> Result<Vec<String>, String> {
         }
     }
     let doc: yaml_serde::Value = yaml_serde::from_str(&outside).map_err(|e| e.to_string())?;
-    Ok(doc
+    let mut out = HandWritten::default();
+    for e in doc
         .get("metrics")
         .and_then(|m| m.as_sequence())
-        .map(|s| {
-            s.iter()
-                .filter(|e| e.get("name").is_none())
-                .filter_map(|e| e.get("expr").and_then(|x| x.as_str()).map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default())
+        .into_iter()
+        .flatten()
+    {
+        let Some(expr) = e.get("expr").and_then(|x| x.as_str()) else {
+            continue;
+        };
+        if e.get("name").is_none() {
+            out.own.push(expr.to_string());
+        }
+        out.all.push(expr.to_string());
+    }
+    Ok(out)
+}
+
+/// Whether one of `exprs` reads `metric` (by name, or by a `__name__=~` matcher).
+pub fn read_by(metric: &str, exprs: &[String]) -> bool {
+    covered(metric, exprs)
 }
 
 #[cfg(test)]
@@ -433,8 +453,9 @@ mod tests {
             "a: 1\nmetrics:\n  - expr: x\n    subsystem: cpu\n  - expr: sum(y)\n    name: y_sum\n    \
              subsystem: cpu\n  {BEGIN}\n  - expr: old\n  {END}\nb: 2\n"
         );
-        let hand = hand_written_exprs(&config).unwrap();
-        assert_eq!(hand, ["x"]);
+        let hand = hand_written(&config).unwrap();
+        assert_eq!(hand.own, ["x"]);
+        assert_eq!(hand.all, ["x", "sum(y)"]);
         let new = replace_block(&config, &format!("  {BEGIN}\n  - expr: y\n  {END}\n")).unwrap();
         assert_eq!(
             new,
