@@ -12,7 +12,12 @@
 //!   queries, nothing analyzed from them, caught up afterwards;
 //! - series that go stale and vanish for a while (a target down, a device gone), marked with
 //!   Prometheus' staleness marker: the rest of the host is still analyzed and nothing is
-//!   flagged for the gap.
+//!   flagged for the gap, and the metric-set entry left without series is counted and logged
+//!   once when it empties and once when it returns;
+//! - a metric-set expression Prometheus refuses: the analyzer does not start, and names the
+//!   entry, its line and Prometheus' message;
+//! - a metric-set entry with no series at start: counted, logged once, and picked up in the
+//!   next pass once its series appear.
 
 mod synth;
 
@@ -26,7 +31,7 @@ use reveal_e2e::alertmanager::{self, Alertmanager};
 use reveal_e2e::analyzer::Analyzer;
 use reveal_e2e::prometheus;
 use reveal_e2e::recorder::Recorder;
-use reveal_e2e::{require_tool, TempDir};
+use reveal_e2e::{free_port, loopback, require_tool, workspace_bin, Proc, TempDir};
 use synth::{about_host, noise, same_instant, wait, Prom, HOST};
 
 /// What the synthetic host does at a step.
@@ -561,6 +566,16 @@ fn series_that_go_stale_and_return_open_no_episode_and_the_rest_is_still_watched
         an.logs()
     );
     assert_eq!(metric(&an, "reveal_analyzer_query_failures_total"), 0.0);
+    // The disk's entry returns nothing now: counted, and said once (not once per pass).
+    assert_eq!(
+        metric(&an, "reveal_analyzer_metric_entries_empty"),
+        1.0,
+        "{}",
+        an.logs()
+    );
+    let emptied = "metric-set entries return no series";
+    let disk = "metrics.1 (synth_disk_written_bytes_per_second)";
+    assert_eq!(log_lines(&an, emptied, disk), 1, "{}", an.logs());
 
     // What is left is watched: a fault on it is found while the others are gone.
     phase.store(2, Ordering::Relaxed);
@@ -584,6 +599,158 @@ fn series_that_go_stale_and_return_open_no_episode_and_the_rest_is_still_watched
         "{}",
         an.logs()
     );
+    assert_eq!(metric(&an, "reveal_analyzer_metric_entries_empty"), 0.0);
+    assert_eq!(
+        log_lines(&an, "return series again", disk),
+        1,
+        "{}",
+        an.logs()
+    );
+    assert_eq!(log_lines(&an, emptied, disk), 1, "{}", an.logs());
+    stop.store(true, Ordering::Relaxed);
+    feeder.join().unwrap();
+}
+
+/// Lines of the analyzer's log that hold both `message` and `entry`.
+fn log_lines(an: &Analyzer, message: &str, entry: &str) -> usize {
+    an.logs()
+        .lines()
+        .filter(|l| l.contains(message) && l.contains(entry))
+        .count()
+}
+
+#[test]
+fn an_expression_prometheus_refuses_stops_the_start_naming_the_entry() {
+    if prometheus::available().is_none() {
+        return;
+    }
+    let prom = Prom::start();
+    // Entry 3 does not parse; entry 4 parses, but a range query cannot take a range vector.
+    let metrics = format!(
+        "{GAUGES}  - expr: rate(synth_cpu_busy_ratio[1s]\n    subsystem: cpu\n  \
+         - expr: synth_memory_dirty_bytes[1m]\n    subsystem: memory\n"
+    );
+    let dir = TempDir::new("reveal-refused");
+    let text = config(&prom.url(), "http://127.0.0.1:9", &metrics)
+        .replace("{listen}", &loopback(free_port()).to_string())
+        .replace("{state}", &dir.path().join("state").display().to_string());
+    let file = dir.write("analyzer.yml", &text);
+    let mut an = Proc::spawn(
+        "reveal-analyzer",
+        std::process::Command::new(workspace_bin("reveal-analyzer"))
+            .arg("run")
+            .arg(format!("--config.file={}", file.display())),
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(st) = an.exited() {
+            break st;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still running after 30 s:\n{}",
+            an.logs()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let logs = an.logs();
+    assert_eq!(status.code(), Some(2), "{logs}");
+    // The line of each entry's `expr` key in the file, as Config's own errors give it.
+    let line_of = |expr: &str| {
+        1 + text
+            .lines()
+            .position(|l| l.trim() == format!("- expr: {expr}"))
+            .unwrap()
+    };
+    let refused: Vec<&str> = logs
+        .lines()
+        .filter(|l| l.starts_with("reveal-analyzer: bad configuration: "))
+        .collect();
+    assert_eq!(refused.len(), 2, "{logs}");
+    let parse = format!(
+        "{}:{}: metrics.3.expr: Prometheus refuses \"rate(synth_cpu_busy_ratio[1s]\": ",
+        file.display(),
+        line_of("rate(synth_cpu_busy_ratio[1s]")
+    );
+    assert!(
+        refused[0].contains(&parse) && refused[0].contains("parse error"),
+        "{logs}"
+    );
+    let range = format!(
+        "{}:{}: metrics.4.expr: Prometheus refuses \"synth_memory_dirty_bytes[1m]\": ",
+        file.display(),
+        line_of("synth_memory_dirty_bytes[1m]")
+    );
+    assert!(
+        refused[1].contains(&range) && refused[1].contains("range vector"),
+        "{logs}"
+    );
+}
+
+#[test]
+fn an_entry_without_series_is_counted_and_picked_up_once_its_series_appear() {
+    if prometheus::available().is_none() {
+        return;
+    }
+    let prom = Prom::start();
+    let late = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new(AtomicBool::new(false));
+    let l = late.clone();
+    let feeder = synth::feed(
+        format!("{}/api/v1/write", prom.url()),
+        move |b, k| {
+            gauges(b, k, Host::default());
+            if l.load(Ordering::Relaxed) {
+                b.add(
+                    "synth_gpu_busy_ratio",
+                    &[("instance", HOST), ("gpu", "0")],
+                    k * 100,
+                    0.5 + 0.1 * noise(k, 20),
+                );
+            }
+        },
+        stop.clone(),
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    let metrics = format!("{GAUGES}  - expr: synth_gpu_busy_ratio\n    subsystem: gpu\n");
+    let an = Analyzer::start(&config(&prom.url(), "http://127.0.0.1:9", &metrics));
+    let gpu = "metrics.3 (synth_gpu_busy_ratio)";
+    let emptied = "metric-set entries return no series";
+    wait(
+        "the empty entry counted",
+        Duration::from_secs(30),
+        || an.metric("reveal_analyzer_metric_entries_empty") == Some(1.0),
+        || an.logs(),
+    );
+    assert!(
+        an.logs()
+            .contains("Prometheus accepts every metric-set expression"),
+        "{}",
+        an.logs()
+    );
+    // Several passes later, still one line about it.
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(log_lines(&an, emptied, gpu), 1, "{}", an.logs());
+    assert_eq!(log_lines(&an, emptied, "metrics.0"), 0, "{}", an.logs());
+
+    // The series appears: the next passes return it.
+    late.store(true, Ordering::Relaxed);
+    wait(
+        "the entry's series picked up",
+        Duration::from_secs(20),
+        || an.metric("reveal_analyzer_metric_entries_empty") == Some(0.0),
+        || an.logs(),
+    );
+    assert_eq!(
+        log_lines(&an, "return series again", gpu),
+        1,
+        "{}",
+        an.logs()
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(metric(&an, "reveal_analyzer_metric_entries_empty"), 0.0);
+    assert_eq!(log_lines(&an, emptied, gpu), 1, "{}", an.logs());
+    assert_eq!(metric(&an, "reveal_analyzer_query_failures_total"), 0.0);
     stop.store(true, Ordering::Relaxed);
     feeder.join().unwrap();
 }

@@ -10,8 +10,9 @@
 //!   failures and catches up;
 //! - the episode resolves once the anomaly stops;
 //! - a source answering junk and 5xx: the analyzer stays up, healthy, not ready;
-//! - Prometheus not yet up when the analyzer starts: it waits, healthy and not ready,
-//!   counting failed queries, and learns and analyzes once Prometheus answers.
+//! - Prometheus not yet up when the analyzer starts: its expressions cannot be checked, which
+//!   does not stop the start; it waits, healthy and not ready, counting failed queries, and
+//!   learns and analyzes once Prometheus answers.
 
 mod synth;
 
@@ -301,6 +302,13 @@ fn prometheus_down_at_start_is_waited_for() {
     );
     let an = Analyzer::start(&config(&prom.url(), &hook.url()));
     failing_but_up(&an, 3.0, Duration::from_secs(30));
+    // The expressions could not be checked at start: said, and no reason not to start.
+    assert!(
+        an.logs()
+            .contains("could not check every metric-set expression against Prometheus"),
+        "{}",
+        an.logs()
+    );
 
     prom.up();
     wait(

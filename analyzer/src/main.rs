@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use reveal_analyzer::commands::run::ServiceError;
 use reveal_analyzer::commands::{analyze, compare, prune};
 
 #[derive(Parser)]
@@ -101,8 +102,21 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .worker_threads(2)
         .enable_all()
         .build()?;
-    rt.block_on(reveal_analyzer::commands::run::run(config))?;
-    Ok(ExitCode::SUCCESS)
+    match rt.block_on(reveal_analyzer::commands::run::run(config)) {
+        // Expressions Prometheus refuses are a bad configuration, found at start.
+        Err(ServiceError::Rejected(r)) => {
+            let text = std::fs::read_to_string(&args.config_file).unwrap_or_default();
+            let file = args.config_file.display().to_string();
+            for line in r.lines(&file, &reveal_analyzer::config::key_lines(&text)) {
+                eprintln!("reveal-analyzer: bad configuration: {line}");
+            }
+            Ok(ExitCode::from(2))
+        }
+        other => {
+            other?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
 }
 
 fn main() -> ExitCode {

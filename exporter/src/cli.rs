@@ -43,7 +43,7 @@ pub struct Flags {
     /// YAML configuration file (vendor perf events); see exporter/examples/perf-events.yml.
     #[arg(long = "config.file")]
     pub config_file: Option<PathBuf>,
-    /// YAML file listing the metrics (and label matchers) to expose; everything when absent.
+    /// YAML file listing the metrics (and label matchers) to expose; everything when absent. Names this exporter does not have select nothing and are named in one warning at start.
     #[arg(long = "metrics.selection")]
     pub selection: Option<PathBuf>,
     /// Only log messages with at least this severity: error, warn, info, debug.

@@ -15,6 +15,11 @@ fn main() -> anyhow::Result<()> {
         .with_env_filter(tracing_subscriber::EnvFilter::new(&cli.flags.log_level))
         .with_writer(std::io::stderr)
         .init();
+    if let (Some(sel), Some(path)) = (&cli.settings.selection, &cli.flags.selection) {
+        if let Some(warning) = sel.unknown_warning() {
+            tracing::warn!(file = %path.display(), "{warning}");
+        }
+    }
     let runner = Arc::new(Runner::new(&cli.collectors, &cli.settings).map_err(anyhow::Error::msg)?);
     if cli.flags.once {
         print!(

@@ -1,5 +1,7 @@
-//! The metric selection (`--metrics.selection`): refused with the line of a bad entry; applied,
-//! it builds only the collectors it needs and exposes only the selected series.
+//! The metric selection (`--metrics.selection`): refused with the line of a bad entry (YAML,
+//! label, regex); names the exporter does not have are warned about once and the rest is
+//! served; applied, it builds only the collectors it needs and exposes only the selected
+//! series.
 
 use reveal_exporter::collectors::{Settings, COLLECTORS};
 use reveal_exporter::runner::{Format, Runner};
@@ -18,30 +20,35 @@ fn err_line(text: &str) -> (Option<usize>, String) {
 }
 
 #[test]
-fn unknown_names_labels_and_regexes_are_refused_with_their_line() {
-    let (line, msg) =
-        err_line("metrics:\n  - reveal_cpu_time_seconds_total\n  - reveal_cpu_tim_seconds_total\n");
-    assert_eq!(line, Some(3), "{msg}");
-    assert!(msg.contains("reveal_cpu_tim_seconds_total"), "{msg}");
-
-    let (line, msg) = err_line(
-        "metrics:\n  - name: reveal_cpu_time_seconds_total\n    match: {mode: user}\n  - name: reveal_cpu_nope_total\n",
+fn unknown_names_select_nothing_and_are_listed() {
+    let sel = Selection::parse(
+        "metrics:\n  - reveal_cpu_time_seconds_total\n  - reveal_cpu_tim_seconds_total\n  \
+         - name: reveal_cpu_nope_total\n    match: {cpu: '0'}\n  - reveal_cpu_time_seconds\n",
+    )
+    .unwrap();
+    assert_eq!(
+        sel.unknown(),
+        [
+            "reveal_cpu_tim_seconds_total",
+            "reveal_cpu_nope_total",
+            "reveal_cpu_time_seconds"
+        ]
     );
-    assert_eq!(line, Some(4), "{msg}");
-    assert!(msg.contains("reveal_cpu_nope_total"), "{msg}");
+    assert_eq!(sel.names(), ["reveal_cpu_time_seconds_total"]);
+}
 
-    // The family name without _total is not a sample name.
-    let (line, msg) = err_line("metrics: [reveal_cpu_time_seconds]\n");
+#[test]
+fn malformed_yaml_labels_and_regexes_are_refused_with_their_line() {
+    let (line, msg) = err_line("metric:\n  - reveal_cpu_time_seconds_total\n");
     assert_eq!(line, Some(1), "{msg}");
-
+    let (line, msg) = err_line("metrics:\n  - reveal_cpu_time_seconds_total\n  - [unclosed\n");
+    assert!(line.is_some(), "{msg}");
     let (_, msg) =
         err_line("metrics:\n  - name: reveal_cpu_time_seconds_total\n    match: {cpuu: '0'}\n");
     assert!(msg.contains("cpuu"), "{msg}");
     let (_, msg) =
         err_line("metrics:\n  - name: reveal_cpu_time_seconds_total\n    match: {mode: '(user'}\n");
     assert!(msg.contains("mode"), "{msg}");
-    let (line, msg) = err_line("metric:\n  - reveal_cpu_time_seconds_total\n");
-    assert_eq!(line, Some(1), "{msg}");
 }
 
 #[test]
@@ -110,25 +117,80 @@ fn only_selected_series_are_exposed_and_unneeded_collectors_not_built() {
     );
 }
 
-#[test]
-fn the_binary_refuses_a_bad_selection_at_start() {
+fn once_with_selection(name: &str, text: &str) -> std::process::Output {
     let dir = std::env::temp_dir().join(format!("reveal-selection-bin-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join("bad.yml");
-    std::fs::write(
-        &p,
-        "metrics:\n  - reveal_cpu_time_seconds_total\n  - reveal_no_such_metric\n",
-    )
-    .unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_reveal-exporter"))
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    std::process::Command::new(env!("CARGO_BIN_EXE_reveal-exporter"))
         .args(["--once", "--metrics.selection"])
         .arg(&p)
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+#[test]
+fn the_binary_warns_once_about_unknown_names_and_serves_the_rest() {
+    let out = once_with_selection(
+        "unknown.yml",
+        "metrics:\n  - reveal_cpu_time_seconds_total\n  - reveal_no_such_metric\n  \
+         - reveal_cpu_context_switches_total\n  - reveal_gpu_from_the_future_total\n",
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stderr}");
+    let warnings: Vec<&str> = stderr.lines().filter(|l| l.contains("WARN")).collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
     assert!(
-        stderr.contains("reveal_no_such_metric") && stderr.contains("line 3"),
+        warnings[0].contains("reveal_no_such_metric, reveal_gpu_from_the_future_total")
+            && warnings[0].contains("unknown.yml"),
+        "{stderr}"
+    );
+    let samples: Vec<&str> = stdout
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    for known in [
+        "reveal_cpu_time_seconds_total{",
+        "reveal_cpu_context_switches_total ",
+    ] {
+        assert!(
+            samples.iter().any(|l| l.starts_with(known)),
+            "{known} not served:\n{stdout}"
+        );
+    }
+    assert!(
+        samples
+            .iter()
+            .all(|l| l.starts_with("reveal_cpu_time_seconds_total{")
+                || l.starts_with("reveal_cpu_context_switches_total ")
+                || l.starts_with("reveal_exporter_")),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn the_binary_refuses_a_bad_regex_or_malformed_yaml_at_start() {
+    let out = once_with_selection(
+        "bad-regex.yml",
+        "metrics:\n  - reveal_cpu_time_seconds_total\n  - name: reveal_cpu_time_seconds_total\n    \
+         match: {mode: 'user|(sys'}\n",
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("bad-regex.yml")
+            && stderr.contains("label \"mode\"")
+            && stderr.contains("line "),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
+
+    let out = once_with_selection("not-yaml.yml", "metrics: [reveal_cpu_time_seconds_total\n");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("not-yaml.yml") && stderr.contains("line "),
         "{stderr}"
     );
 }

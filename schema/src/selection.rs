@@ -10,8 +10,10 @@
 //! ```
 //! Names are sample names, as they appear in the exposition. Several entries for one name are
 //! alternatives (a series is kept if any matches). A name the exporter cannot emit (see
-//! [`crate::catalog`]), a label the metric does not have, or a bad regex refuses the file,
-//! with its line.
+//! [`crate::catalog`]: another version's metric, or a misspelt one) is not an error: it is
+//! listed in [`Selection::unknown`], for the exporter to warn about once, and the rest of the
+//! file applies. Malformed YAML, a label the metric does not have, or a bad regex (on any
+//! entry, known or not) refuses the file, with its line.
 //!
 //! The exporter's own `reveal_exporter_*` metrics are always exposed, whatever the file says:
 //! they say whether the rest is healthy.
@@ -54,6 +56,8 @@ impl Rule {
 #[derive(Debug, Clone, Default)]
 pub struct Selection {
     entries: Vec<(&'static Metric, Rule)>,
+    /// Names the exporter cannot emit, in file order, each once.
+    unknown: Vec<String>,
 }
 
 /// Why a selection file was refused.
@@ -93,18 +97,28 @@ impl Selection {
         }
         let file: SelectionFile = yaml_serde::from_str(text)?;
         let mut sel = Selection::default();
+        let mut unknown_seen = std::collections::HashSet::new();
         for entry in file.metrics {
+            let metric = match entry.metric {
+                Named::Known(m) => m,
+                Named::Unknown(name) => {
+                    if unknown_seen.insert(name.clone()) {
+                        sel.unknown.push(name);
+                    }
+                    continue;
+                }
+            };
             let existing = sel
                 .entries
                 .iter_mut()
-                .find(|(m, _)| m.name == entry.metric.name)
+                .find(|(m, _)| m.name == metric.name)
                 .map(|(_, r)| r);
             match (existing, entry.matchers) {
                 (Some(Rule::All), _) => {}
                 (Some(r), None) => *r = Rule::All,
                 (Some(Rule::Any(sets)), Some(m)) => sets.push(m),
-                (None, None) => sel.entries.push((entry.metric, Rule::All)),
-                (None, Some(m)) => sel.entries.push((entry.metric, Rule::Any(vec![m]))),
+                (None, None) => sel.entries.push((metric, Rule::All)),
+                (None, Some(m)) => sel.entries.push((metric, Rule::Any(vec![m]))),
             }
         }
         Ok(sel)
@@ -128,6 +142,12 @@ impl Selection {
         self.entries.iter().map(|(m, _)| m.name)
     }
 
+    /// The names in the file that the exporter cannot emit (not in [`crate::catalog`]), in
+    /// file order, each once. They select nothing.
+    pub fn unknown(&self) -> &[String] {
+        &self.unknown
+    }
+
     /// The selected metrics with their rules, in file order.
     pub fn into_entries(self) -> impl Iterator<Item = (&'static Metric, Rule)> {
         self.entries.into_iter()
@@ -141,18 +161,36 @@ struct SelectionFile {
 }
 
 struct Entry {
-    metric: &'static Metric,
+    metric: Named,
+    /// `None` for every series; always `None` for an unknown metric (its patterns are checked,
+    /// then dropped: they cannot match anything).
     matchers: Option<Vec<(&'static str, Regex)>>,
 }
 
-/// Checks a name while deserializing, so yaml_serde attaches the line of the bad entry.
-fn resolve<E: de::Error>(name: &str) -> Result<&'static Metric, E> {
-    catalog::find(name).ok_or_else(|| {
-        E::custom(format!(
-            "unknown metric {name:?}: no collector emits it (see reveal-exporter --print-metrics; \
-             counters end in _total)"
-        ))
-    })
+/// An entry's metric name, looked up in the catalog.
+enum Named {
+    Known(&'static Metric),
+    /// A name no collector emits (another version's, or misspelt).
+    Unknown(String),
+}
+
+fn resolve(name: String) -> Named {
+    match catalog::find(&name) {
+        Some(m) => Named::Known(m),
+        None => Named::Unknown(name),
+    }
+}
+
+/// The anchored regex of one `match` pattern; errors are raised while deserializing, so
+/// yaml_serde attaches the line of the bad entry.
+fn compile<E: de::Error>(label: &str, pattern: &str) -> Result<Regex, E> {
+    if pattern.len() > MAX_PATTERN_LEN {
+        return Err(E::custom(format!(
+            "label {label:?}: a pattern of {} bytes; at most {MAX_PATTERN_LEN}",
+            pattern.len()
+        )));
+    }
+    Regex::new(&format!("^(?:{pattern})$")).map_err(|e| E::custom(format!("label {label:?}: {e}")))
 }
 
 impl<'de> Deserialize<'de> for Entry {
@@ -172,7 +210,7 @@ impl<'de> Visitor<'de> for EntryVisitor {
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Entry, E> {
         Ok(Entry {
-            metric: resolve(v)?,
+            metric: resolve(v.to_string()),
             matchers: None,
         })
     }
@@ -182,37 +220,42 @@ impl<'de> Visitor<'de> for EntryVisitor {
         let mut raw: Option<HashMap<String, String>> = None;
         while let Some(k) = map.next_key::<String>()? {
             match k.as_str() {
-                "name" => metric = Some(resolve(&map.next_value::<String>()?)?),
+                "name" => metric = Some(resolve(map.next_value::<String>()?)),
                 "match" => raw = Some(map.next_value()?),
                 other => return Err(de::Error::unknown_field(other, &["name", "match"])),
             }
         }
-        let metric: &'static Metric = metric.ok_or_else(|| de::Error::missing_field("name"))?;
-        let matchers = match raw {
-            None => None,
-            Some(raw) => {
-                let mut m = Vec::new();
-                let mut raw: Vec<_> = raw.into_iter().collect();
-                raw.sort();
-                for (label, pattern) in raw {
-                    let Some(&l) = metric.labels.iter().find(|l| **l == label) else {
-                        return Err(de::Error::custom(format!(
+        let metric = metric.ok_or_else(|| de::Error::missing_field("name"))?;
+        let Some(raw) = raw else {
+            return Ok(Entry {
+                metric,
+                matchers: None,
+            });
+        };
+        let mut raw: Vec<_> = raw.into_iter().collect();
+        raw.sort();
+        let mut m = Vec::new();
+        for (label, pattern) in raw {
+            // A known metric's labels are checked; an unknown one's cannot be.
+            let known_label = match &metric {
+                Named::Known(known) => {
+                    Some(*known.labels.iter().find(|l| **l == label).ok_or_else(|| {
+                        <A::Error as de::Error>::custom(format!(
                             "{} has no label {label:?} (labels: {:?})",
-                            metric.name, metric.labels
-                        )));
-                    };
-                    if pattern.len() > MAX_PATTERN_LEN {
-                        return Err(de::Error::custom(format!(
-                            "label {label:?}: a pattern of {} bytes; at most {MAX_PATTERN_LEN}",
-                            pattern.len()
-                        )));
-                    }
-                    let re = Regex::new(&format!("^(?:{pattern})$"))
-                        .map_err(|e| de::Error::custom(format!("label {label:?}: {e}")))?;
-                    m.push((l, re));
+                            known.name, known.labels
+                        ))
+                    })?)
                 }
-                Some(m)
+                Named::Unknown(_) => None,
+            };
+            let re = compile::<A::Error>(&label, &pattern)?;
+            if let Some(l) = known_label {
+                m.push((l, re));
             }
+        }
+        let matchers = match metric {
+            Named::Known(_) => Some(m),
+            Named::Unknown(_) => None,
         };
         Ok(Entry { metric, matchers })
     }
@@ -245,21 +288,55 @@ mod tests {
     }
 
     #[test]
-    fn unknown_names_labels_and_regexes_are_refused_with_their_line() {
-        let (line, msg) = refusal(
-            "metrics:\n  - reveal_cpu_time_seconds_total\n  - reveal_cpu_tim_seconds_total\n",
+    fn unknown_names_are_listed_once_and_the_rest_is_kept() {
+        let sel = Selection::parse(
+            "metrics:\n  - reveal_cpu_time_seconds_total\n  - reveal_cpu_tim_seconds_total\n  \
+             - name: reveal_gpu_future_metric\n    match: {gpu: '0|1', anything: 'x'}\n  \
+             - reveal_cpu_time_seconds\n  - reveal_cpu_tim_seconds_total\n",
+        )
+        .unwrap();
+        assert_eq!(
+            sel.unknown(),
+            [
+                "reveal_cpu_tim_seconds_total",
+                "reveal_gpu_future_metric",
+                "reveal_cpu_time_seconds"
+            ]
         );
-        assert_eq!(line, Some(3), "{msg}");
-        assert!(msg.contains("reveal_cpu_tim_seconds_total"), "{msg}");
-        let (line, _) = refusal("metrics: [reveal_cpu_time_seconds]\n");
-        assert_eq!(line, Some(1));
-        let (_, msg) =
-            refusal("metrics:\n  - name: reveal_cpu_time_seconds_total\n    match: {cpuu: '0'}\n");
+        assert_eq!(
+            sel.names().collect::<Vec<_>>(),
+            ["reveal_cpu_time_seconds_total"]
+        );
+        assert!(!sel.wants("reveal_gpu_future_metric"));
+        let all_known = Selection::parse("metrics: [reveal_cpu_forks_total]\n").unwrap();
+        assert!(all_known.unknown().is_empty());
+    }
+
+    #[test]
+    fn labels_regexes_and_malformed_yaml_are_refused_with_their_line() {
+        let (line, msg) = refusal(
+            "metrics:\n  - reveal_cpu_forks_total\n  - name: reveal_cpu_time_seconds_total\n    \
+             match: {cpuu: '0'}\n",
+        );
+        assert!(matches!(line, Some(3 | 4)), "{line:?} {msg}");
         assert!(msg.contains("cpuu"), "{msg}");
         let (_, msg) = refusal(
             "metrics:\n  - name: reveal_cpu_time_seconds_total\n    match: {mode: '(user'}\n",
         );
         assert!(msg.contains("mode"), "{msg}");
+        // An unknown metric's patterns are still checked: the file is wrong whatever the
+        // exporter's version.
+        let (line, msg) = refusal(
+            "metrics:\n  - reveal_cpu_forks_total\n  - name: reveal_no_such_total\n    \
+             match: {device: 'sd[a'}\n",
+        );
+        assert!(matches!(line, Some(3 | 4)), "{line:?} {msg}");
+        assert!(msg.contains("device"), "{msg}");
+        let (line, _) = refusal("metrics:\n  - reveal_cpu_forks_total\n   - oops: [\n");
+        assert!(line.is_some());
+        let (line, msg) = refusal("metric:\n  - reveal_cpu_forks_total\n");
+        assert_eq!(line, Some(1), "{msg}");
+        assert!(msg.contains("`metric`"), "{msg}");
     }
 
     #[test]

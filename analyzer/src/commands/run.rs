@@ -8,6 +8,7 @@
 
 mod alerts;
 mod group;
+mod metric_set;
 mod start;
 mod steady;
 
@@ -47,6 +48,9 @@ pub enum ServiceError {
     Source(#[from] crate::ingest::SourceError),
     #[error("{0}")]
     Setup(String),
+    /// The server refused expressions of the metric set (checked at start).
+    #[error("{0}")]
+    Rejected(crate::ingest::prometheus::check::Rejections),
 }
 
 pub(crate) enum Input {
@@ -88,6 +92,8 @@ pub struct Service {
     skipped_since_log: std::collections::BTreeMap<&'static str, u64>,
     /// Hosts already reported as shared by several targets (logged once each).
     duplicates_reported: std::collections::BTreeSet<String>,
+    /// Metric-set entries that returned no series ([`metric_set`]).
+    empty_entries: crate::ingest::prometheus::entries::EmptyEntries,
 }
 
 impl Service {
@@ -157,6 +163,7 @@ impl Service {
                 return;
             }
         };
+        self.watch_empty_entries();
         if let Input::Prometheus(p) = &self.input {
             for w in &p.last_warnings {
                 tracing::debug!(warning = %w, "query warning");

@@ -11,6 +11,12 @@
 //! Series carry no type over the query API: a series that still has its `__name__` and whose
 //! name ends in `_total` is taken as a raw counter (the matrix turns it into per-step
 //! increases); everything else — notably the result of `rate()` — as a gauge.
+//!
+//! At start the service checks every expression against the server ([`check`]); in every
+//! pass it counts the entries that returned no series ([`entries`]).
+
+pub mod check;
+pub mod entries;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Instant;
@@ -33,6 +39,9 @@ pub struct PrometheusSource {
     pub last_duration: std::time::Duration,
     /// Hosts of the latest pass whose series came from several targets ([`duplicate_hosts`]).
     pub last_duplicates: BTreeMap<String, BTreeSet<String>>,
+    /// Series each metric-set entry returned in the latest pass (all hosts, every shard's),
+    /// in metric-set order.
+    pub last_series: Vec<usize>,
     /// The previous answers and the grid points they hold, first and last.
     kept: Option<(i64, i64, Vec<Matrix>)>,
     /// Whether `kept` answers are reused (on unless [`PrometheusSource::whole_spans`]).
@@ -95,6 +104,7 @@ impl PrometheusSource {
             last_warnings: Vec::new(),
             last_duration: std::time::Duration::ZERO,
             last_duplicates: BTreeMap::new(),
+            last_series: Vec::new(),
             kept: None,
             reuse: true,
         })
@@ -185,6 +195,7 @@ impl PrometheusSource {
                 }
             }
         }
+        self.last_series = results.iter().map(|m| m.series.len()).collect();
         let shard = self.shard;
         self.last_duplicates = duplicate_hosts(results, &self.options.host_label);
         self.last_duplicates.retain(|host, _| shard.owns(host));

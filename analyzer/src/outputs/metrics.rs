@@ -71,6 +71,9 @@ pub struct SelfMetrics {
     pub hosts_forgotten: Counter,
     /// Host label values shared by several scrape jobs in the latest pass.
     pub hosts_duplicated: Gauge,
+    /// Metric-set entries whose query returned no series in the latest pass (Prometheus
+    /// source).
+    pub metric_entries_empty: Gauge,
 }
 
 fn latency() -> Histogram {
@@ -119,6 +122,7 @@ impl SelfMetrics {
             hosts_silent: Gauge::default(),
             hosts_forgotten: Counter::default(),
             hosts_duplicated: Gauge::default(),
+            metric_entries_empty: Gauge::default(),
         };
         let r = registry.sub_registry_with_prefix("reveal_analyzer");
         r.register(
@@ -157,6 +161,11 @@ impl SelfMetrics {
             "hosts_duplicated",
             "Host label values whose series come from several scrape jobs in the latest pass (analyzed as one host)",
             m.hosts_duplicated.clone(),
+        );
+        r.register(
+            "metric_entries_empty",
+            "Metric-set entries whose query returned no series in the latest pass (Prometheus source)",
+            m.metric_entries_empty.clone(),
         );
         r.register(
             "shards",

@@ -1,5 +1,6 @@
 //! Building the service from a checked configuration: self-metrics and HTTP listener,
-//! checkpoint, source, outputs, and the episodes restored from the checkpoint.
+//! checkpoint, source (with the Prometheus source, its expressions checked against the
+//! server: [`super::metric_set`]), outputs, and the episodes restored from the checkpoint.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -69,10 +70,10 @@ impl Service {
             if shard != Shard::ALL {
                 tracing::info!(%shard, host_label = %p.host_label, "analyzing one shard of the hosts");
             }
-            Input::Prometheus(Box::new(
-                PrometheusSource::new(client, &config.metrics, step_ms, &p.host_label)?
-                    .with_shard(shard),
-            ))
+            let source = PrometheusSource::new(client, &config.metrics, step_ms, &p.host_label)?
+                .with_shard(shard);
+            super::metric_set::check_at_start(&source).await?;
+            Input::Prometheus(Box::new(source))
         } else if let Some(s) = &config.source.scrape {
             let set = MetricSet::new(&config.metrics, "metrics")
                 .map_err(|e| ServiceError::Setup(e.to_string()))?;
@@ -142,6 +143,7 @@ impl Service {
                 clock_behind_since: None,
                 skipped_since_log: Default::default(),
                 duplicates_reported: Default::default(),
+                empty_entries: Default::default(),
             },
             server_task,
         ))
