@@ -168,6 +168,14 @@ fn exporter_sees_the_host() {
     assert!(strings(&e["device_cgroup_rules"])
         .iter()
         .any(|r| r.starts_with("c 202:")));
+    // The shipped selection, as the quick start passes it.
+    let sel = flag(&cmd, "--metrics.selection").expect("--metrics.selection");
+    assert_eq!(host_path(e, &sel), root().join("deploy/selection.yml"));
+    let quickstart = std::fs::read_to_string(root().join("scripts/quickstart.sh")).unwrap();
+    assert!(
+        quickstart.contains("--metrics.selection=\"$ROOT/deploy/selection.yml\""),
+        "the quick start's exporter does not read deploy/selection.yml"
+    );
 }
 
 #[test]

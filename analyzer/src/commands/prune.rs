@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 
 use crate::core::prune::{
-    correlate, curves, curves_csv, metric_set, selection::selection_yaml, thresholds, union,
+    correlate, curves_csv, metric_set, selection::selection_yaml, thresholds, union,
     workload, RunCorrelation, INSTANCE_LABELS,
 };
 use crate::ingest::kinds::MetricSet;
@@ -122,18 +122,20 @@ pub fn run_cli(args: &PruneArgs) -> Result<String, String> {
                 .push(correlate(&label, &m, args.prune_static));
         }
     }
-    let runs: Vec<RunCorrelation> = workloads
+    let grouped: Vec<(RunCorrelation, Vec<RunCorrelation>)> = workloads
         .iter()
         .map(|(name, rs)| {
-            if rs.len() == 1 {
+            let avg = if rs.len() == 1 {
                 let mut r = rs[0].clone();
                 r.run = name.clone();
                 r
             } else {
                 workload::average(name, rs)
-            }
+            };
+            (avg, rs.clone())
         })
         .collect();
+    let runs: Vec<RunCorrelation> = grouped.iter().map(|(avg, _)| avg.clone()).collect();
     let n_runs: usize = workloads.iter().map(|(_, rs)| rs.len()).sum();
     let mut verdicts = union(&runs, args.threshold);
     // The analyzer configuration the metric set goes into: what its hand-written entries read
@@ -230,7 +232,7 @@ pub fn run_cli(args: &PruneArgs) -> Result<String, String> {
         summary.push_str(&format!("metric set: {}\n", p.display()));
     }
     if let Some(p) = &args.curves {
-        write(p, &curves_csv(&curves(&runs, &thresholds())))?;
+        write(p, &curves_csv(&workload::curves(&grouped, &thresholds())))?;
         summary.push_str(&format!("curves: {}\n", p.display()));
     }
     if let Some(p) = &args.verdicts {

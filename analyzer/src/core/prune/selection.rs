@@ -8,7 +8,7 @@
 //!     match: {cpu: '0', mode: 'user'}
 //! ```
 //!
-//! Only names the exporter can emit go in (the exporter refuses others); kept channels of
+//! Only names the exporter can emit go in (it would warn about others and ignore them); kept channels of
 //! other metrics (recording rules, node_exporter names) are listed in a comment. Matchers use
 //! only labels the exporter's metric has (a `job` label added by Prometheus is dropped), and
 //! label values are escaped regexes in single quotes. The text is checked with the parser the
@@ -20,6 +20,9 @@ use reveal_schema::{catalog, selection::Selection};
 
 use super::ChannelVerdict;
 use crate::core::claim::parse_channel;
+
+/// Label sets without their alternated label → (that label, its values).
+type Merged = BTreeMap<Vec<(String, String)>, (String, Vec<String>)>;
 
 /// A YAML single-quoted scalar: only `'` needs escaping (doubled).
 fn quote(s: &str) -> String {
@@ -88,8 +91,7 @@ pub fn selection_yaml(
         // values (`field: 'RetransSegs|InErrs'`: a protocol's kept fields in one line); the
         // label that gives the fewest entries is the one alternated.
         let merge = |i: usize| {
-            let mut merged: BTreeMap<Vec<(String, String)>, (String, Vec<String>)> =
-                BTreeMap::new();
+            let mut merged: Merged = BTreeMap::new();
             for set in &sets {
                 let mut rest = set.clone();
                 let (k, v) = rest.remove(i);

@@ -8,11 +8,12 @@
 //! that judged both; a pair no run judged together is 0 (treated as uncorrelated, so nothing
 //! is dropped on no evidence), as within one run.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use ndarray::Array2;
 
-use super::RunCorrelation;
+use super::linalg::multi_r2;
+use super::{ranking, select, union, CurvePoint, RunCorrelation};
 use crate::core::matrix::Channel;
 
 /// The average correlation of `runs` (one workload), labelled `label`. Channels are in name
@@ -70,6 +71,61 @@ pub fn average(label: &str, runs: &[RunCorrelation]) -> RunCorrelation {
         channels,
         r,
     }
+}
+
+/// Figure 4's curves when runs are grouped in workloads: each workload's selection at a
+/// threshold comes from its averaged matrix ([`average`], what pruning does), and is judged
+/// on each of its runs' own matrices — the multi-R² proxy and the strongest |r| of a removed
+/// channel with a kept one, over the channels that run judged — so the regression is always
+/// on a true correlation matrix (an average of several runs' matrices, with pairs from
+/// different runs, need not be one). Ratios are per run; every run weighs the same. The
+/// union ratio is that of [`super::union`] over the averaged workloads.
+pub fn curves(workloads: &[(RunCorrelation, Vec<RunCorrelation>)], thresholds: &[f64]) -> Vec<CurvePoint> {
+    let orders: Vec<Vec<usize>> = workloads.iter().map(|(avg, _)| ranking(avg)).collect();
+    let averaged: Vec<RunCorrelation> = workloads.iter().map(|(avg, _)| avg.clone()).collect();
+    thresholds
+        .iter()
+        .map(|&t| {
+            let (mut r2, mut maxr, mut ratio, mut n, mut n_maxr) = (0.0, 0.0, 0.0, 0, 0);
+            for ((avg, runs), order) in workloads.iter().zip(&orders) {
+                let sel = select(avg, order, t);
+                let kept: BTreeSet<&str> = sel
+                    .selected()
+                    .map(|a| avg.channels[avg.judged[a]].name.as_str())
+                    .collect();
+                for rc in runs {
+                    let k = rc.judged.len();
+                    if k == 0 {
+                        continue;
+                    }
+                    let (s, removed): (Vec<usize>, Vec<usize>) = (0..k)
+                        .partition(|&a| kept.contains(rc.channels[rc.judged[a]].name.as_str()));
+                    let explained = multi_r2(&rc.r, &s, &removed);
+                    r2 += (s.len() as f64 + explained.iter().sum::<f64>()) / k as f64;
+                    if !removed.is_empty() && !s.is_empty() {
+                        maxr += removed
+                            .iter()
+                            .map(|&a| s.iter().map(|&b| rc.r[[a, b]].abs()).fold(0.0, f64::max))
+                            .sum::<f64>()
+                            / removed.len() as f64;
+                        n_maxr += 1;
+                    }
+                    ratio += s.len() as f64 / k as f64;
+                    n += 1;
+                }
+            }
+            let verdicts = union(&averaged, t);
+            let kept = verdicts.iter().filter(|v| v.kept).count();
+            let avg = |x: f64, n: usize| if n == 0 { f64::NAN } else { x / n as f64 };
+            CurvePoint {
+                threshold: t,
+                avg_multi_r2: avg(r2, n),
+                avg_max_abs_r: avg(maxr, n_maxr),
+                selected_ratio: avg(ratio, n),
+                union_selected_ratio: avg(kept as f64, verdicts.len()),
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -132,5 +188,31 @@ mod tests {
         assert_eq!(w.judged.len(), 2);
         assert_eq!(w.r[[0, 1]], 0.0);
         assert_eq!(w.r[[1, 1]], 1.0);
+    }
+
+    #[test]
+    fn a_workload_of_one_run_has_that_runs_curves() {
+        let r = vec![1.0, 0.9, 0.1, 0.9, 1.0, 0.2, 0.1, 0.2, 1.0];
+        let one = run(&["a", "b", "c"], vec![0, 1, 2], r);
+        let t = [0.3, 0.5, 0.95];
+        let plain = crate::core::prune::curves(std::slice::from_ref(&one), &t);
+        let grouped = curves(&[(one.clone(), vec![one.clone()])], &t);
+        // Equal, an undefined value (no removed channel: NaN) included.
+        let same = |a: f64, b: f64| a == b || (a.is_nan() && b.is_nan());
+        for (p, q) in plain.iter().zip(&grouped) {
+            assert!(
+                same(p.avg_multi_r2, q.avg_multi_r2)
+                    && same(p.avg_max_abs_r, q.avg_max_abs_r)
+                    && same(p.selected_ratio, q.selected_ratio)
+                    && same(p.union_selected_ratio, q.union_selected_ratio),
+                "{p:?} {q:?}"
+            );
+        }
+        // Two identical runs: the same again, each run weighing the same.
+        let twice = curves(&[(average("w", &[one.clone(), one.clone()]), vec![one.clone(), one])], &t);
+        for (p, q) in plain.iter().zip(&twice) {
+            assert!((p.avg_multi_r2 - q.avg_multi_r2).abs() < 1e-12, "{p:?} {q:?}");
+            assert!((p.selected_ratio - q.selected_ratio).abs() < 1e-12);
+        }
     }
 }
