@@ -233,6 +233,8 @@ fn analyzer_prometheus_json() {
 fn analyzer_configuration() {
     let seeds = files(&[
         "deploy/analyzer.yml",
+        "deploy/analyzer-node-exporter.yml",
+        "deploy/analyzer-dcgm.yml",
         "analyzer/examples/analyzer.yml",
         "analyzer/tests/fixtures/real/metric-set.yml",
     ]);

@@ -15,7 +15,12 @@ fn temp_config(name: &str, text: &str) -> std::path::PathBuf {
 
 #[test]
 fn shipped_configs_pass_check_config() {
-    for rel in ["examples/analyzer.yml", "../deploy/analyzer.yml"] {
+    for rel in [
+        "examples/analyzer.yml",
+        "../deploy/analyzer.yml",
+        "../deploy/analyzer-node-exporter.yml",
+        "../deploy/analyzer-dcgm.yml",
+    ] {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(rel);
         let out = analyzer()
             .args(["run", "--check-config", "--config.file"])
