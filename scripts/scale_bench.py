@@ -96,7 +96,8 @@ def run_one(args, n, out):
         learn_from = until - (10 + baseline + args.passes + 5)
         score_from = learn_from + baseline
         config = os.path.join(work, "analyzer.yml")
-        with open(os.path.join(ROOT, "deploy", "analyzer.yml")) as f:
+        metric_set = getattr(args, "metric_set", None) or os.path.join(ROOT, "deploy", "analyzer.yml")
+        with open(metric_set) as f:
             text = f.read()
         # A minute of history for 500 hosts takes Prometheus on 2 cores longer than the
         # default 10 s to answer.
@@ -111,7 +112,7 @@ def run_one(args, n, out):
         subprocess.run(
             [os.path.join(EXAMPLES, "cluster_load"), "--write", url + "/api/v1/write",
              "--hosts", str(n), "--template", args.template,
-             "--metric-set", os.path.join(ROOT, "deploy", "analyzer.yml"),
+             "--metric-set", metric_set,
              "--from", str(learn_from - 5), "--until", str(until),
              "--fault-every", "12", "--faults-from", str(score_from), "--fault-seconds", "6",
              "--deviant", "2",

@@ -14,7 +14,8 @@
 //! points the previous pass did not hold.
 //!
 //! Prints one JSON object (with the store's CPU seconds and `query_range` bytes per pass
-//! when the source is a Prometheus that serves its own `/metrics`): hosts, channels and features per host, the learn and fit times,
+//! when the source is a Prometheus that serves its own `/metrics`): hosts, channels and
+//! features (the feature columns the detectors score) per host, the learn and fit times,
 //! resident memory before and after (and per host), per pass the wall time (mean, p50, p99,
 //! max) split into fetch, engine and cross-host, CPU seconds per pass, the hosts one core can
 //! follow at this stride, episodes opened against the faults of FAULTS.jsonl (if given), and
@@ -153,7 +154,8 @@ async fn main() -> anyhow::Result<()> {
     engine.refit_all(&metrics);
     let (fit_s, fit_cpu) = (t.elapsed().as_secs_f64(), cpu_s() - c);
     let rss_fitted = rss_mb();
-    let baseline_windows = engine.status().baseline_windows;
+    let status = engine.status();
+    let (baseline_windows, features) = (status.baseline_windows, status.feature_columns);
 
     // The passes.
     let (mut wall, mut fetch, mut eng, mut group) = (vec![], vec![], vec![], vec![]);
@@ -214,6 +216,7 @@ async fn main() -> anyhow::Result<()> {
         "fetch": if whole { "whole span" } else { "new points" },
         "hosts": hosts,
         "channels_per_host": channels as f64 / hosts as f64,
+        "features_per_host": features as f64 / hosts as f64,
         "baseline_windows_per_host": baseline_windows as f64 / hosts as f64,
         "learn_s": learn_s,
         "fit_s": fit_s,

@@ -146,6 +146,25 @@ impl Runner {
         Runner::new(&names, settings).expect("table names are known")
     }
 
+    /// Puts `collector` in the place of the runner's collector of the same name: benchmarks
+    /// and tests feed one from recordings (the GPU collector over NVML fixtures on a host
+    /// without GPUs, `examples/fixture_exporter.rs`). False, and nothing changes, when no
+    /// collector of that name runs (not enabled, or none of its metrics selected).
+    pub fn replace(&self, collector: Box<dyn Collector>) -> bool {
+        let mut slots = self.lock();
+        match slots
+            .iter_mut()
+            .find(|s| s.collector.name() == collector.name())
+        {
+            Some(slot) => {
+                slot.collector = collector;
+                slot.last_logged = None;
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Names of the collectors this runner runs.
     pub fn names(&self) -> Vec<&'static str> {
         self.lock().iter().map(|s| s.collector.name()).collect()
@@ -397,6 +416,32 @@ mod tests {
             "# HELP a_seconds_total Time.\n# TYPE a_seconds_total counter\n\
              a_seconds_total{cpu=\"0\"} 1.0\n# HELP b Gauge.\n# TYPE b gauge\nb 2\n"
         );
+    }
+
+    /// A collector that always fails, named like one of the table's.
+    struct Named(&'static str);
+
+    impl Collector for Named {
+        fn name(&self) -> &'static str {
+            self.0
+        }
+        fn update(&mut self, _: &mut Scrape) -> Result<(), crate::error::CollectError> {
+            Err(crate::error::CollectError::Unsupported {
+                path: "replaced".into(),
+                reason: "replaced".into(),
+            })
+        }
+    }
+
+    #[test]
+    fn replace_swaps_a_running_collector_only() {
+        let runner = Runner::new(&["meminfo"], &Settings::default()).unwrap();
+        assert!(!runner.replace(Box::new(Named("gpu"))), "gpu does not run");
+        assert!(runner.replace(Box::new(Named("meminfo"))));
+        assert_eq!(runner.names(), ["meminfo"]);
+        let page = runner.render_as(Format::Text);
+        assert!(page.contains("reveal_exporter_collector_success{collector=\"meminfo\"} 0.0"));
+        assert!(!page.contains("reveal_memory_mem_total_bytes"));
     }
 
     #[test]

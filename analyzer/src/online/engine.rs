@@ -124,6 +124,9 @@ pub struct Status {
     /// Until every host is fitted.
     pub warmup_remaining_ms: i64,
     pub baseline_windows: usize,
+    /// Feature columns of every host's layout together: the channel-feature pairs its
+    /// detectors score.
+    pub feature_columns: usize,
 }
 
 pub struct Engine {
@@ -257,6 +260,7 @@ impl Engine {
         let mut st = Status::default();
         for h in self.hosts.values() {
             st.baseline_windows += h.ring.len();
+            st.feature_columns += h.layout.len();
             if h.fitted.is_none() {
                 st.hosts_warming_up += 1;
                 let span = h.ring.span_ms(self.params.window.stride_ms);

@@ -445,11 +445,13 @@ fn a_host_that_stops_sending_ends_its_episode_then_is_forgotten() {
     assert!(e.open_episodes().is_empty());
     assert!(e.sweep(t0 + 30_000).ended.is_empty(), "ended once");
     assert!(e.status().baseline_windows > 0);
+    assert!(e.status().feature_columns > 0);
 
     // After forget_host_ms without series it is forgotten, and its baseline freed.
     let s = e.sweep(t0 + 12_000 + 60_000);
     assert_eq!(s.forgotten, vec!["h:1".to_string()]);
     assert_eq!((s.silent, e.status().baseline_windows), (0, 0));
+    assert_eq!(e.status().feature_columns, 0, "its layout freed too");
     // Back later, it warms up again like a new host.
     let back = host(t0 + 100_000, 10, 0..0, &mut seed);
     let out = e.process(&back, t0 + 103_000, t0 + 110_000, &metrics);
