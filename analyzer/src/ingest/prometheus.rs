@@ -54,6 +54,20 @@ pub fn align_up(t: i64, step: i64) -> i64 {
     t.div_euclid(step) * step + if t.rem_euclid(step) == 0 { 0 } else { step }
 }
 
+/// The name regex of an expression that is a bare `{__name__=~"re", …}` selector (its series
+/// keep their names), unescaped from its PromQL string; `None` for anything else.
+fn name_regex(expr: &str) -> Option<String> {
+    use std::sync::OnceLock;
+    static SELECTOR: OnceLock<regex::Regex> = OnceLock::new();
+    let re = SELECTOR.get_or_init(|| {
+        regex::Regex::new(r#"^\{\s*__name__\s*=~\s*"((?:[^"\\]|\\.)*)"\s*(?:,[^{}]*)?\}$"#)
+            .expect("static regex")
+    });
+    let inner = re.captures(expr.trim())?.get(1)?.as_str();
+    let unescaped = inner.replace("\\\\", "\\").replace("\\\"", "\"");
+    regex::Regex::new(&unescaped).ok().map(|_| unescaped)
+}
+
 impl PrometheusSource {
     /// `step_ms` is the query step and grid; `host_label` splits hosts.
     pub fn new(
@@ -82,8 +96,10 @@ impl PrometheusSource {
                         Kind::Static => MetricKind::Static,
                     }
                 });
+                // A `{__name__=~"re"}` entry's series keep their own names: every name the
+                // regex selects takes the entry's subsystem, kind and resolution.
                 MetricSpec {
-                    expr: regex::escape(&name),
+                    expr: name_regex(&s.expr).unwrap_or_else(|| regex::escape(&name)),
                     kind: Some(kind),
                     ..s.clone()
                 }
@@ -347,6 +363,39 @@ mod tests {
     use crate::core::matrix::Subsystem;
     use crate::ingest::promapi::Series;
     use std::collections::BTreeMap;
+
+    #[test]
+    fn a_name_selector_classifies_every_name_it_selects() {
+        assert_eq!(
+            name_regex(r#"{__name__=~"reveal_a_bytes|reveal_b_(c|d)"}"#).as_deref(),
+            Some("reveal_a_bytes|reveal_b_(c|d)")
+        );
+        assert_eq!(
+            name_regex(r#"{ __name__ =~ "x\\.y", device!="lo" }"#).as_deref(),
+            Some(r"x\.y")
+        );
+        assert_eq!(name_regex(r#"rate({__name__=~"a"}[1s])"#), None);
+        assert_eq!(name_regex("reveal_a_bytes"), None);
+        assert_eq!(name_regex(r#"{__name__=~"("}"#), None);
+        // Both names take the entry's kind, not their names' default.
+        let spec: MetricSpec = yaml_serde::from_str(
+            "expr: '{__name__=~\"reveal_memory_a_bytes|reveal_memory_b_total_bytes\"}'\n\
+             subsystem: gpu\nkind: event\n",
+        )
+        .unwrap();
+        let set = MetricSet::new(
+            &[MetricSpec {
+                expr: name_regex(&spec.expr).unwrap(),
+                ..spec
+            }],
+            "metrics",
+        )
+        .unwrap();
+        for name in ["reveal_memory_a_bytes", "reveal_memory_b_total_bytes"] {
+            let (sub, kind) = set.classify(name, MetricType::Gauge);
+            assert_eq!((sub, kind), (Subsystem::Gpu, Kind::Event), "{name}");
+        }
+    }
 
     fn series(labels: &[(&str, &str)], samples: &[(i64, f64)]) -> Series {
         Series {
