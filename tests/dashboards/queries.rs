@@ -32,6 +32,17 @@ pub const HARDWARE: &[(&str, &str)] = &[
     ("reveal_gpu_pcie_link_generation_max", "an NVIDIA GPU (NVML)"),
     ("reveal_gpu_throttle_reason", "an NVIDIA GPU (NVML)"),
     ("reveal_gpu_ecc_errors_total", "an NVIDIA GPU with ECC memory (NVML)"),
+    ("reveal_gpu_clock_hertz", "an NVIDIA GPU (NVML)"),
+    ("reveal_gpu_temperature_celsius", "an NVIDIA GPU (NVML)"),
+    ("reveal_gpu_pcie_throughput_bytes_per_second", "an NVIDIA GPU (NVML)"),
+    ("reveal_gpu_retired_pages_total", "an NVIDIA GPU with page retirement (NVML)"),
+    ("reveal_gpu_nvlink_errors_total", "an NVIDIA GPU with NVLink (NVML)"),
+    ("reveal_cpu_cstate_residency_cycles_total", "C-state residency MSRs (msr collector)"),
+    ("reveal_cpu_temperature_celsius", "a CPU temperature sensor (hwmon: coretemp, k10temp)"),
+    ("reveal_cpu_idle_state_time_seconds_total", "a cpuidle driver (/sys/devices/system/cpu/cpu*/cpuidle)"),
+    ("reveal_network_infiniband_receive_bytes_total", "an InfiniBand HCA (/sys/class/infiniband)"),
+    ("reveal_network_infiniband_transmit_bytes_total", "an InfiniBand HCA (/sys/class/infiniband)"),
+    ("reveal_network_infiniband_port_events_total", "an InfiniBand HCA (/sys/class/infiniband)"),
 ];
 
 /// Series the analyzer writes (not the exporter's).

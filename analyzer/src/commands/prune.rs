@@ -9,8 +9,8 @@
 use std::path::PathBuf;
 
 use crate::core::prune::{
-    correlate, curves_csv, metric_set, selection::selection_yaml, thresholds, union,
-    workload, RunCorrelation, INSTANCE_LABELS,
+    correlate, curves_csv, metric_set, selection::selection_yaml, thresholds, union, workload,
+    RunCorrelation, INSTANCE_LABELS,
 };
 use crate::ingest::kinds::MetricSet;
 use crate::ingest::{FileFormat, FileSource, Source, SourceOptions};
@@ -143,10 +143,9 @@ pub fn run_cli(args: &PruneArgs) -> Result<String, String> {
     // inputs served).
     let hand = match &args.metric_set_into {
         Some(p) => {
-            let config =
-                std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
-            let hand = metric_set::hand_written(&config)
-                .map_err(|e| format!("{}: {e}", p.display()))?;
+            let config = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+            let hand =
+                metric_set::hand_written(&config).map_err(|e| format!("{}: {e}", p.display()))?;
             Some((config, hand))
         }
         None => None,

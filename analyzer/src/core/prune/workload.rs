@@ -80,7 +80,10 @@ pub fn average(label: &str, runs: &[RunCorrelation]) -> RunCorrelation {
 /// on a true correlation matrix (an average of several runs' matrices, with pairs from
 /// different runs, need not be one). Ratios are per run; every run weighs the same. The
 /// union ratio is that of [`super::union`] over the averaged workloads.
-pub fn curves(workloads: &[(RunCorrelation, Vec<RunCorrelation>)], thresholds: &[f64]) -> Vec<CurvePoint> {
+pub fn curves(
+    workloads: &[(RunCorrelation, Vec<RunCorrelation>)],
+    thresholds: &[f64],
+) -> Vec<CurvePoint> {
     let orders: Vec<Vec<usize>> = workloads.iter().map(|(avg, _)| ranking(avg)).collect();
     let averaged: Vec<RunCorrelation> = workloads.iter().map(|(avg, _)| avg.clone()).collect();
     thresholds
@@ -209,9 +212,18 @@ mod tests {
             );
         }
         // Two identical runs: the same again, each run weighing the same.
-        let twice = curves(&[(average("w", &[one.clone(), one.clone()]), vec![one.clone(), one])], &t);
+        let twice = curves(
+            &[(
+                average("w", &[one.clone(), one.clone()]),
+                vec![one.clone(), one],
+            )],
+            &t,
+        );
         for (p, q) in plain.iter().zip(&twice) {
-            assert!((p.avg_multi_r2 - q.avg_multi_r2).abs() < 1e-12, "{p:?} {q:?}");
+            assert!(
+                (p.avg_multi_r2 - q.avg_multi_r2).abs() < 1e-12,
+                "{p:?} {q:?}"
+            );
             assert!((p.selected_ratio - q.selected_ratio).abs() < 1e-12);
         }
     }
