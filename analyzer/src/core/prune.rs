@@ -408,18 +408,43 @@ pub fn curves(runs: &[RunCorrelation], thresholds: &[f64]) -> Vec<CurvePoint> {
                 ratio += s.len() as f64 / k as f64;
                 n += 1;
             }
-            let verdicts = union(runs, t);
-            let kept = verdicts.iter().filter(|v| v.kept).count();
-            let avg = |x: f64, n: usize| if n == 0 { f64::NAN } else { x / n as f64 };
-            CurvePoint {
-                threshold: t,
-                avg_multi_r2: avg(r2, n),
-                avg_max_abs_r: avg(maxr, n_maxr),
-                selected_ratio: avg(ratio, n),
-                union_selected_ratio: avg(kept as f64, verdicts.len()),
+            CurveSums {
+                r2,
+                maxr,
+                ratio,
+                n,
+                n_maxr,
             }
+            .point(t, runs)
         })
         .collect()
+}
+
+/// Sums over the runs at one threshold, averaged into a point of figure 4 by [`Self::point`].
+pub(crate) struct CurveSums {
+    pub r2: f64,
+    pub maxr: f64,
+    pub ratio: f64,
+    /// Runs with judged channels (for `r2` and `ratio`), runs with a removed one (`maxr`).
+    pub n: usize,
+    pub n_maxr: usize,
+}
+
+impl CurveSums {
+    /// The point at `threshold`, its union ratio that of [`union`] over `runs`; a value with
+    /// no run to average is NaN.
+    pub(crate) fn point(&self, threshold: f64, runs: &[RunCorrelation]) -> CurvePoint {
+        let verdicts = union(runs, threshold);
+        let kept = verdicts.iter().filter(|v| v.kept).count();
+        let avg = |x: f64, n: usize| if n == 0 { f64::NAN } else { x / n as f64 };
+        CurvePoint {
+            threshold,
+            avg_multi_r2: avg(self.r2, self.n),
+            avg_max_abs_r: avg(self.maxr, self.n_maxr),
+            selected_ratio: avg(self.ratio, self.n),
+            union_selected_ratio: avg(kept as f64, verdicts.len()),
+        }
+    }
 }
 
 /// Figure 4 as CSV (`threshold,avg_multi_r2,avg_max_abs_r,selected_ratio,union_selected_ratio`);

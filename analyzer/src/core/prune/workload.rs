@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use ndarray::Array2;
 
 use super::linalg::multi_r2;
-use super::{ranking, select, union, CurvePoint, RunCorrelation};
+use super::{ranking, select, CurvePoint, CurveSums, RunCorrelation};
 use crate::core::matrix::Channel;
 
 /// The average correlation of `runs` (one workload), labelled `label`. Channels are in name
@@ -117,16 +117,14 @@ pub fn curves(
                     n += 1;
                 }
             }
-            let verdicts = union(&averaged, t);
-            let kept = verdicts.iter().filter(|v| v.kept).count();
-            let avg = |x: f64, n: usize| if n == 0 { f64::NAN } else { x / n as f64 };
-            CurvePoint {
-                threshold: t,
-                avg_multi_r2: avg(r2, n),
-                avg_max_abs_r: avg(maxr, n_maxr),
-                selected_ratio: avg(ratio, n),
-                union_selected_ratio: avg(kept as f64, verdicts.len()),
+            CurveSums {
+                r2,
+                maxr,
+                ratio,
+                n,
+                n_maxr,
             }
+            .point(t, &averaged)
         })
         .collect()
 }
