@@ -385,42 +385,23 @@ pub fn curves(runs: &[RunCorrelation], thresholds: &[f64]) -> Vec<CurvePoint> {
     thresholds
         .iter()
         .map(|&t| {
-            let (mut r2, mut maxr, mut ratio, mut n, mut n_maxr) = (0.0, 0.0, 0.0, 0, 0);
+            let mut sums = CurveSums::default();
             for (rc, order) in runs.iter().zip(&orders) {
-                let k = rc.judged.len();
-                if k == 0 {
+                if rc.judged.is_empty() {
                     continue;
                 }
                 let sel = select(rc, order, t);
                 let s: Vec<usize> = sel.selected().collect();
-                let removed: Vec<usize> = (0..k).filter(|a| !s.contains(a)).collect();
-                let explained = linalg::multi_r2(&rc.r, &s, &removed);
-                r2 += (s.len() as f64 + explained.iter().sum::<f64>()) / k as f64;
-                if !removed.is_empty() {
-                    let m = removed
-                        .iter()
-                        .map(|&a| s.iter().map(|&b| rc.r[[a, b]].abs()).fold(0.0, f64::max))
-                        .sum::<f64>()
-                        / removed.len() as f64;
-                    maxr += m;
-                    n_maxr += 1;
-                }
-                ratio += s.len() as f64 / k as f64;
-                n += 1;
+                let removed: Vec<usize> = (0..rc.judged.len()).filter(|a| !s.contains(a)).collect();
+                sums.add(rc, &s, &removed);
             }
-            CurveSums {
-                r2,
-                maxr,
-                ratio,
-                n,
-                n_maxr,
-            }
-            .point(t, runs)
+            sums.point(t, runs)
         })
         .collect()
 }
 
 /// Sums over the runs at one threshold, averaged into a point of figure 4 by [`Self::point`].
+#[derive(Default)]
 pub(crate) struct CurveSums {
     pub r2: f64,
     pub maxr: f64,
@@ -431,6 +412,24 @@ pub(crate) struct CurveSums {
 }
 
 impl CurveSums {
+    /// One run judged: `s` its kept channels, `removed` the others (positions in its
+    /// `judged`, which must not be empty).
+    pub(crate) fn add(&mut self, rc: &RunCorrelation, s: &[usize], removed: &[usize]) {
+        let k = rc.judged.len() as f64;
+        let explained = linalg::multi_r2(&rc.r, s, removed);
+        self.r2 += (s.len() as f64 + explained.iter().sum::<f64>()) / k;
+        if !removed.is_empty() && !s.is_empty() {
+            self.maxr += removed
+                .iter()
+                .map(|&a| s.iter().map(|&b| rc.r[[a, b]].abs()).fold(0.0, f64::max))
+                .sum::<f64>()
+                / removed.len() as f64;
+            self.n_maxr += 1;
+        }
+        self.ratio += s.len() as f64 / k;
+        self.n += 1;
+    }
+
     /// The point at `threshold`, its union ratio that of [`union`] over `runs`; a value with
     /// no run to average is NaN.
     pub(crate) fn point(&self, threshold: f64, runs: &[RunCorrelation]) -> CurvePoint {

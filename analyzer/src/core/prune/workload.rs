@@ -12,7 +12,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use ndarray::Array2;
 
-use super::linalg::multi_r2;
 use super::{ranking, select, CurvePoint, CurveSums, RunCorrelation};
 use crate::core::matrix::Channel;
 
@@ -89,7 +88,7 @@ pub fn curves(
     thresholds
         .iter()
         .map(|&t| {
-            let (mut r2, mut maxr, mut ratio, mut n, mut n_maxr) = (0.0, 0.0, 0.0, 0, 0);
+            let mut sums = CurveSums::default();
             for ((avg, runs), order) in workloads.iter().zip(&orders) {
                 let sel = select(avg, order, t);
                 let kept: BTreeSet<&str> = sel
@@ -97,34 +96,15 @@ pub fn curves(
                     .map(|a| avg.channels[avg.judged[a]].name.as_str())
                     .collect();
                 for rc in runs {
-                    let k = rc.judged.len();
-                    if k == 0 {
+                    if rc.judged.is_empty() {
                         continue;
                     }
-                    let (s, removed): (Vec<usize>, Vec<usize>) = (0..k)
+                    let (s, removed): (Vec<usize>, Vec<usize>) = (0..rc.judged.len())
                         .partition(|&a| kept.contains(rc.channels[rc.judged[a]].name.as_str()));
-                    let explained = multi_r2(&rc.r, &s, &removed);
-                    r2 += (s.len() as f64 + explained.iter().sum::<f64>()) / k as f64;
-                    if !removed.is_empty() && !s.is_empty() {
-                        maxr += removed
-                            .iter()
-                            .map(|&a| s.iter().map(|&b| rc.r[[a, b]].abs()).fold(0.0, f64::max))
-                            .sum::<f64>()
-                            / removed.len() as f64;
-                        n_maxr += 1;
-                    }
-                    ratio += s.len() as f64 / k as f64;
-                    n += 1;
+                    sums.add(rc, &s, &removed);
                 }
             }
-            CurveSums {
-                r2,
-                maxr,
-                ratio,
-                n,
-                n_maxr,
-            }
-            .point(t, &averaged)
+            sums.point(t, &averaged)
         })
         .collect()
 }
