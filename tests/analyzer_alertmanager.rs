@@ -25,6 +25,11 @@ fn finding(start: SystemTime) -> Finding {
         summary: "Disk write throughput is higher than its baseline (z = 9.3)".into(),
         description: "value__mean of reveal_storage_written_bytes_total{device=\"sda\"}".into(),
         detectors: "zscore,pca,iforest".into(),
+        hint: reveal_analyzer::core::hints::hint(
+            "storage",
+            "reveal_storage_written_bytes_total{device=\"sda\"}",
+            true,
+        ),
         start,
         last_window_end: start + Duration::from_secs(3),
     }
@@ -86,6 +91,11 @@ fn alert_fires_through_api_and_webhook_then_resolves() {
         .unwrap()
         .contains("Disk write"));
     assert_eq!(a["annotations"]["detectors"], "zscore,pca,iforest");
+    let remediation = a["annotations"]["remediation"].as_str().unwrap_or_default();
+    assert!(
+        remediation.starts_with("I/O on sda rose:"),
+        "remediation annotation: {remediation:?}"
+    );
 
     let fired = hook.wait_for(Duration::from_secs(15), |r| webhook_status(r, "firing"));
     let fired = fired.unwrap_or_else(|| {

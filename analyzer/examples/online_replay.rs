@@ -54,7 +54,12 @@ async fn main() -> anyhow::Result<()> {
     for m in src.fetch_async(range(learn_from, from)).await? {
         engine.learn(&m, learn_from, from, &[], &metrics);
     }
+    let fit_started = std::time::Instant::now();
     engine.refit_all(&metrics);
+    eprintln!(
+        "fitted the baseline in {:.2} s",
+        fit_started.elapsed().as_secs_f64()
+    );
     // Subsystems of the open episode alerted so far (one host per replay).
     let mut alerted: Vec<String> = Vec::new();
     for m in src.fetch_async(range(from, until)).await? {

@@ -48,6 +48,9 @@ pub struct WindowScore {
     pub description: String,
     /// (subsystem, its strongest claim), strongest subsystem first.
     pub claims: Vec<(String, String)>,
+    /// (subsystem, remediation hint of its strongest claim), where the hint table has one
+    /// ([`crate::core::hints`]).
+    pub hints: Vec<(String, String)>,
     /// What the window did to the host's episode: opened, extended or closed it.
     #[serde(skip)]
     pub event: Option<Box<tracker::Event>>,
@@ -66,6 +69,7 @@ impl WindowScore {
             summary: self.summary.clone(),
             description: self.description.clone(),
             claims: self.claims.clone(),
+            hints: self.hints.clone(),
         }
     }
 }

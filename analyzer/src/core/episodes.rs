@@ -74,6 +74,9 @@ pub struct OpenEpisode {
     /// The strongest claim per alerted subsystem (the alert's summary).
     #[serde(default)]
     pub claims: std::collections::BTreeMap<String, String>,
+    /// The remediation hint of each alerted subsystem's claim, where there is one.
+    #[serde(default)]
+    pub hints: std::collections::BTreeMap<String, String>,
     pub severity: String,
     pub summary: String,
     pub description: String,

@@ -12,6 +12,7 @@ pub mod episodes;
 pub mod eval;
 pub mod features;
 pub mod fit;
+pub mod hints;
 pub mod hold;
 pub mod matrix;
 pub mod pipeline;

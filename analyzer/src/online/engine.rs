@@ -707,19 +707,28 @@ fn score_window(
     // Evidence that several detectors cite leads: one detector's flag on one feature (a
     // heavy-tailed statistic of a near-idle channel) does not speak for the window.
     pairs.sort_by(|a, b| b.1.cmp(&a.1).then(b.2.total_cmp(&a.2)));
-    let ranked: Vec<(String, String)> = pairs
+    let ranked: Vec<(String, String, &Col, f64)> = pairs
         .iter()
         .filter_map(|(j, _, _, z)| {
             layout
                 .get(*j)
-                .map(|c| (c.subsystem.as_str().to_string(), claim(c, *z)))
+                .map(|c| (c.subsystem.as_str().to_string(), claim(c, *z), c, *z))
         })
         .collect();
-    let claims: Vec<String> = ranked.iter().take(TOP_K).map(|(_, c)| c.clone()).collect();
-    // The strongest claim of each subsystem, for alerts that name one subsystem each.
+    let claims: Vec<String> = ranked
+        .iter()
+        .take(TOP_K)
+        .map(|(_, c, _, _)| c.clone())
+        .collect();
+    // The strongest claim of each subsystem, for alerts that name one subsystem each, and
+    // the remediation hint of that evidence where the table has one.
     let mut by_subsystem: Vec<(String, String)> = Vec::new();
-    for (sub, c) in ranked {
+    let mut hints: Vec<(String, String)> = Vec::new();
+    for (sub, c, col, z) in ranked {
         if !by_subsystem.iter().any(|(s, _)| *s == sub) {
+            if let Some(h) = crate::core::hints::hint(&sub, &col.channel, z >= 0.0) {
+                hints.push((sub.clone(), h));
+            }
             by_subsystem.push((sub, c));
         }
     }
@@ -734,6 +743,7 @@ fn score_window(
         summary: claims.first().cloned().unwrap_or_default(),
         description: claims.join("; "),
         claims: by_subsystem,
+        hints,
     }
 }
 

@@ -154,6 +154,13 @@ pub fn deviation_finding(f: &HostDeviation) -> Finding {
         summary: f.summary.clone(),
         description,
         detectors: "crosshost".to_string(),
+        hint: f.evidence.first().and_then(|e| {
+            crate::core::hints::hint(
+                f.subsystem.as_str(),
+                &e.channel,
+                e.host_value >= e.group_median,
+            )
+        }),
         start: at(f.since_ms),
         last_window_end: at(f.last_ms),
     }
@@ -174,6 +181,7 @@ pub fn regime_finding(ev: &RegimeEvent) -> (Finding, SystemTime) {
         summary: ev.summary.clone(),
         description: ev.description.clone(),
         detectors: "regime".to_string(),
+        hint: None,
         start: at(ev.change.start_ms),
         last_window_end: at(ev.change.detected_ms),
     };

@@ -50,6 +50,9 @@ pub struct Finding {
     pub description: String,
     /// Detectors that flagged, comma-separated.
     pub detectors: String,
+    /// What to check first, for a known signature of the evidence (`core::hints`): the
+    /// `remediation` annotation, left out when there is none.
+    pub hint: Option<String>,
     pub start: SystemTime,
     /// End of the latest flagged window.
     pub last_window_end: SystemTime,
@@ -214,6 +217,7 @@ impl AlertSender {
             ("window_end", rfc3339(f.last_window_end)),
         ]
         .into_iter()
+        .chain(f.hint.clone().map(|h| ("remediation", h)))
         .map(|(k, v)| (k.to_string(), v))
         .collect();
         Alert {

@@ -170,6 +170,7 @@ mod tests {
             subsystem: "cpu".into(),
             subsystems: vec!["cpu".into()],
             claims: Default::default(),
+            hints: Default::default(),
             severity: "warning".into(),
             summary: "s".into(),
             description: "d".into(),

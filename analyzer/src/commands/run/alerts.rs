@@ -45,6 +45,7 @@ fn finding(ep: &OpenEpisode, subsystem: &str) -> Finding {
             .unwrap_or_else(|| ep.summary.clone()),
         description: ep.description.clone(),
         detectors: ep.detectors.clone(),
+        hint: ep.hints.get(subsystem).cloned(),
         start: at(ep.start_ms),
         last_window_end: at(ep.last_flagged_ms),
     }

@@ -48,6 +48,8 @@ pub struct Verdict {
     pub description: String,
     /// (subsystem, its strongest claim), strongest subsystem first.
     pub claims: Vec<(String, String)>,
+    /// (subsystem, remediation hint of its strongest claim), where there is one.
+    pub hints: Vec<(String, String)>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -171,7 +173,7 @@ impl Tracker {
                     ep.detectors = v.detectors.join(",");
                     for (sub, claim) in &v.claims {
                         if ep.subsystems.contains(sub) {
-                            ep.claims.insert(sub.clone(), claim.clone());
+                            set_claim(ep, &v.hints, sub, claim);
                         }
                     }
                 }
@@ -193,7 +195,7 @@ impl Tracker {
                 if let Some((s, n)) = &h.joining {
                     if *n >= p.open_after.max(1) {
                         if let Some((_, claim)) = v.claims.iter().find(|(c, _)| c == s) {
-                            ep.claims.insert(s.clone(), claim.clone());
+                            set_claim(ep, &v.hints, s, claim);
                         }
                         ep.subsystems.push(s.clone());
                         h.joining = None;
@@ -261,10 +263,14 @@ fn open_episode(windows: &[Verdict], window_ms: i64) -> OpenEpisode {
         .cloned()
         .unwrap_or_else(|| "other".to_string());
     let mut claims = BTreeMap::new();
+    let mut hints = BTreeMap::new();
     for w in windows.iter().rev() {
         for (sub, claim) in &w.claims {
             if subsystems.contains(sub) && !claims.contains_key(sub) {
                 claims.insert(sub.clone(), claim.clone());
+                if let Some((_, h)) = w.hints.iter().find(|(s, _)| s == sub) {
+                    hints.insert(sub.clone(), h.clone());
+                }
             }
         }
     }
@@ -278,6 +284,7 @@ fn open_episode(windows: &[Verdict], window_ms: i64) -> OpenEpisode {
         subsystem,
         subsystems,
         claims,
+        hints,
         severity: windows
             .iter()
             .map(|w| severity(w.agreement, w.strength))
@@ -288,6 +295,16 @@ fn open_episode(windows: &[Verdict], window_ms: i64) -> OpenEpisode {
         description: best.description.clone(),
         detectors: best.detectors.join(","),
     }
+}
+
+/// The episode's claim for `sub` becomes `claim`, and its hint the hint that goes with it
+/// (none when that window's evidence has none: a hint always speaks for the claim beside it).
+fn set_claim(ep: &mut OpenEpisode, hints: &[(String, String)], sub: &str, claim: &str) {
+    ep.claims.insert(sub.to_string(), claim.to_string());
+    match hints.iter().find(|(s, _)| s == sub) {
+        Some((_, h)) => ep.hints.insert(sub.to_string(), h.clone()),
+        None => ep.hints.remove(sub),
+    };
 }
 
 #[cfg(test)]
@@ -320,6 +337,7 @@ mod tests {
             summary: format!("claim {end_s}"),
             description: String::new(),
             claims: vec![(sub.into(), format!("{sub} claim {end_s}"))],
+            hints: vec![(sub.into(), format!("{sub} hint {end_s}"))],
         }
     }
 
@@ -516,5 +534,23 @@ mod tests {
             "the primary subsystem is fixed at open"
         );
         assert_eq!(ep.subsystems, ["cpu", "storage"]);
+        // The joining subsystem's claim and its hint come from the same window.
+        assert_eq!(ep.claims["storage"], "storage claim 6");
+        assert_eq!(ep.hints["storage"], "storage hint 6");
+    }
+
+    #[test]
+    fn a_hint_always_speaks_for_the_claim_beside_it() {
+        let mut t = Tracker::new(P);
+        let _ = kinds(&mut t, vec![v(1, 2, "cpu"), v(2, 2, "cpu")]);
+        assert_eq!(t.open()[0].hints["cpu"], "cpu hint 2");
+        // A stronger window whose evidence has no hint: its claim replaces the old one, and the
+        // old claim's hint goes with it.
+        let mut w = v(3, 3, "cpu");
+        w.hints.clear();
+        let _ = t.observe(w);
+        let ep = &t.open()[0];
+        assert_eq!(ep.claims["cpu"], "cpu claim 3");
+        assert!(ep.hints.is_empty(), "{:?}", ep.hints);
     }
 }

@@ -476,6 +476,7 @@ fn an_episode_restored_for_a_host_that_never_returns_ends() {
         subsystem: "cpu".into(),
         subsystems: vec!["cpu".into()],
         claims: Default::default(),
+        hints: Default::default(),
         severity: "warning".into(),
         summary: String::new(),
         description: String::new(),

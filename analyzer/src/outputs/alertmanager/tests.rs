@@ -12,6 +12,7 @@ fn finding(instance: &str, subsystem: &str, severity: &'static str) -> Finding {
         summary: "CPU time in user mode is higher than its baseline (z = 6.1)".into(),
         description: "value__mean of reveal_cpu_time_seconds_total{mode=\"user\"}".into(),
         detectors: "zscore,pca".into(),
+        hint: Some("CPU demand rose: check what runs".into()),
         start,
         last_window_end: start + Duration::from_secs(3),
     }
@@ -52,6 +53,10 @@ fn alert_json_has_the_api_v2_shape() {
     assert_eq!(v[0]["startsAt"], "2023-11-14T22:13:20.000Z");
     assert_eq!(v[0]["endsAt"], "2023-11-14T22:14:00.000Z");
     assert_eq!(v[0]["annotations"]["detectors"], "zscore,pca");
+    assert_eq!(
+        v[0]["annotations"]["remediation"],
+        "CPU demand rose: check what runs"
+    );
     assert_eq!(
         v[0]["annotations"]["window_end"],
         "2023-11-14T22:13:23.000Z"
