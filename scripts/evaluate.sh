@@ -21,9 +21,10 @@
 #   --fault-free MINUTES   fault-free period after the warm-up (default 30)
 #   --gap SECONDS          quiet seconds between faults, and after the last one (default 90)
 #   --fault-seconds N      length of each fault (default 20)
-#   --faults LIST          comma-separated subset of the faults, in the given order (default all:
+#   --faults LIST          comma-separated faults, in the given order (default:
 #                          cpu_saturation,memory_hog,dirty_page_flood,storage_read_burst,
-#                          softirq_flood_one_cpu,packet_loss)
+#                          softirq_flood_one_cpu,packet_loss; also known: the paper's cases
+#                          irq_imbalance,packet_loss_0.5pct,packet_loss_0.1pct,one_flow)
 #   --out DIR              output directory (default /tmp/reveal-eval-<timestamp>)
 #   --port-base N          first port to try (default random in 20000-49999); free ports are
 #                          taken upwards from it
@@ -65,15 +66,26 @@ bg_flood_server() { # the softirq flood's receiver on the host side, pinned to C
     sleep 1
   done
 }
-bg_stream() { # steady TCP stream host -> namespace, rate-limited, restarted if it dies
-  local n=0 left
+bg_stream() { # steady TCP transfer host -> namespace: two flows, each rate-limited, restarted if it dies
+  local n=0 left flows
   sleep 2
   while left=$((DEADLINE - $(now_s))) && [ "$left" -gt 1 ]; do
     n=$((n + 1))
-    echo "$(date '+%F %T') stream start #$n (${STREAM_RATE}, ${left}s)"
-    iperf3 -c "$NS_IP" -p 5201 -b "$STREAM_RATE" -t "$left" -i 60 --forceflush || true
-    sleep 1
+    # The one_flow fault leaves this file for its duration: one flow where two were needed.
+    flows=2; [ -e "$TMPD/one-flow" ] && flows=1
+    echo "$(date '+%F %T') stream start #$n ($flows x ${STREAM_RATE}, ${left}s)"
+    iperf3 -c "$NS_IP" -p 5201 -P "$flows" -b "$STREAM_RATE" -t "$left" -i 60 --forceflush || true
+    sleep 0.2
   done
+}
+# Restarts the background transfer (its loop starts it again at once, with as many flows as
+# the one-flow file says).
+restart_stream() { pkill -f -- "iperf3 -c $NS_IP -p 5201 " || true; }
+# rps_all MASK: receive packet steering of both veth ends to the CPUs of MASK (hex; 0 = off,
+# the kernel's default: each packet is processed on the CPU that sent it).
+rps_all() {
+  echo "$1" >"/sys/class/net/$HOST_DEV/queues/rx-0/rps_cpus"
+  ip netns exec "$NS" sh -c "echo $1 >/sys/class/net/$NS_DEV/queues/rx-0/rps_cpus"
 }
 bg_cpu() { # routine job: one CPU busy for 8 s every 60 s
   local next
@@ -113,9 +125,12 @@ OUT=""
 PORT_BASE=""
 QUICK=0
 KEEP_DATA=0
-ALL_FAULTS="cpu_saturation,memory_hog,dirty_page_flood,storage_read_burst,softirq_flood_one_cpu,packet_loss"
-FAULTS="$ALL_FAULTS"
-STREAM_RATE=50M
+DEFAULT_FAULTS="cpu_saturation,memory_hog,dirty_page_flood,storage_read_burst,softirq_flood_one_cpu,packet_loss"
+# The paper's subtler cases (issue 15): chosen with --faults.
+CASE_FAULTS="irq_imbalance,packet_loss_0.5pct,packet_loss_0.1pct,one_flow"
+ALL_FAULTS="$DEFAULT_FAULTS,$CASE_FAULTS"
+FAULTS="$DEFAULT_FAULTS"
+STREAM_RATE=25M  # per flow; two flows
 arg() { [ $# -ge 2 ] || die "$1 needs a value (see --help)"; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -284,11 +299,11 @@ ip -n "$NS" addr add "$NS_IP/30" dev "$NS_DEV"
 ip link set "$HOST_DEV" up
 ip -n "$NS" link set "$NS_DEV" up
 
-export NS NS_IP HOST_IP FLOOD_PORT DEADLINE TMPD STREAM_RATE
+export NS NS_IP HOST_IP FLOOD_PORT DEADLINE TMPD STREAM_RATE HOST_DEV NS_DEV
 spawn ns-server "$OUT/iperf3-ns-server.log" "$BASH" "$SELF" __bg bg_ns_server
 spawn flood-server "$OUT/iperf3-flood-server.log" "$BASH" "$SELF" __bg bg_flood_server
 sleep 1
-log "phase background: steady TCP stream ($STREAM_RATE) into $NS, one CPU busy 8 s every 60 s, 32 MiB buffered write every 30 s"
+log "phase background: steady TCP transfer (2 flows x $STREAM_RATE) into $NS, one CPU busy 8 s every 60 s, 32 MiB buffered write every 30 s"
 spawn bg-stream "$OUT/background-stream.log" "$BASH" "$SELF" __bg bg_stream
 spawn bg-cpu "$OUT/background-cpu.log" "$BASH" "$SELF" __bg bg_cpu
 spawn bg-disk "$OUT/background-disk.log" "$BASH" "$SELF" __bg bg_disk
@@ -465,14 +480,30 @@ run_fault() {
       cmd="iperf3 -u -b 0 -l 64 from $NS to the host, sender and receiver pinned to CPU 0"
       timeout -k 2 $((F + 5)) ip netns exec "$NS" taskset -c 0 iperf3 -c "$HOST_IP" -p "$FLOOD_PORT" -u -b 0 -l 64 \
         -t "$F" -i 5 --forceflush >>"$OUT/faults.log" 2>&1 || true ;;
-    packet_loss)
-      cmd="nft in $NS: ip saddr $HOST_IP numgen random mod 1000 < 15 drop (1.5% of the background stream)"
+    packet_loss|packet_loss_0.5pct|packet_loss_0.1pct)
+      local permille=15
+      case "$name" in packet_loss_0.5pct) permille=5 ;; packet_loss_0.1pct) permille=1 ;; esac
+      cmd="nft in $NS: ip saddr $HOST_IP numgen random mod 1000 < $permille drop ($permille per mille of the background stream)"
       ip netns exec "$NS" nft add table inet reveal_eval_loss
       ip netns exec "$NS" nft add chain inet reveal_eval_loss input '{ type filter hook input priority 0; policy accept; }'
-      ip netns exec "$NS" nft add rule inet reveal_eval_loss input ip saddr "$HOST_IP" numgen random mod 1000 '<' 15 drop
+      ip netns exec "$NS" nft add rule inet reveal_eval_loss input ip saddr "$HOST_IP" numgen random mod 1000 '<' "$permille" drop
       hold_until $((start + F * 1000))
       ip netns exec "$NS" nft list table inet reveal_eval_loss >>"$OUT/faults.log" 2>&1 || true
       ip netns exec "$NS" nft delete table inet reveal_eval_loss ;;
+    irq_imbalance)
+      # The same traffic, its receive processing (NET_RX softirqs) moved onto the last CPU:
+      # the total is unchanged, only its spread across CPUs.
+      local last mask
+      last=$(( $(nproc) - 1 )); mask=$(printf '%x' $((1 << last)))
+      cmd="receive packet steering of both veth ends to CPU $last (rps_cpus=$mask), background unchanged"
+      rps_all "$mask"
+      hold_until $((start + F * 1000))
+      rps_all 0 ;;
+    one_flow)
+      cmd="the background transfer restarted with one flow of $STREAM_RATE where it had two, restored after ${F}s"
+      touch "$TMPD/one-flow"; restart_stream
+      hold_until $((start + F * 1000))
+      rm -f "$TMPD/one-flow"; restart_stream ;;
   esac
   hold_until $((start + F * 1000))
   end=$(now_ms)
@@ -489,7 +520,8 @@ expected_of() {
     dirty_page_flood) echo memory,storage ;;
     storage_read_burst) echo storage ;;
     softirq_flood_one_cpu) echo cpu,network ;;
-    packet_loss) echo network ;;
+    packet_loss|packet_loss_0.5pct|packet_loss_0.1pct|one_flow) echo network ;;
+    irq_imbalance) echo cpu ;;
   esac
 }
 log "phase faults: ${NF} faults, ${F}s each, ${GAP}s quiet after each"

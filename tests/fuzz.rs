@@ -233,6 +233,7 @@ fn analyzer_prometheus_json() {
 fn analyzer_configuration() {
     let seeds = files(&[
         "deploy/analyzer.yml",
+        "deploy/analyzer-pruned.yml",
         "deploy/analyzer-node-exporter.yml",
         "deploy/analyzer-dcgm.yml",
         "analyzer/examples/analyzer.yml",
