@@ -34,6 +34,14 @@ struct Row {
     text: &'static str,
 }
 
+/// The same signature under the exporter's names and node_exporter's: one text for both rows.
+const REMOTE_NUMA: &str = "memory is being served across NUMA nodes{node_suffix}: bind the \
+                           job's memory to the node of its CPUs (numactl --cpunodebind=N \
+                           --membind=N, or the scheduler's NUMA/topology policy) and check \
+                           numastat -p PID";
+const RETRANSMITTING: &str = "TCP is retransmitting: packets are being lost on the path; check NIC drops and \
+                              errors (ip -s link, ethtool -S), switch port counters, and MTU mismatches";
+
 const ROWS: &[Row] = &[
     // cpu: where the work and the interrupts land.
     Row {
@@ -109,18 +117,14 @@ const ROWS: &[Row] = &[
         metric: "reveal_memory_numa_events_total",
         labels: &[("event", "numa_miss|numa_foreign|other_node")],
         dir: Dir::Up,
-        text: "memory is being served across NUMA nodes{node_suffix}: bind the job's \
-               memory to the node of its CPUs (numactl --cpunodebind=N --membind=N, or the \
-               scheduler's NUMA/topology policy) and check numastat -p PID",
+        text: REMOTE_NUMA,
     },
     Row {
         subsystem: "memory",
         metric: "node_memory_numa_(numa_miss|numa_foreign|other_node)_total",
         labels: &[],
         dir: Dir::Up,
-        text: "memory is being served across NUMA nodes{node_suffix}: bind the job's \
-               memory to the node of its CPUs (numactl --cpunodebind=N --membind=N, or the \
-               scheduler's NUMA/topology policy) and check numastat -p PID",
+        text: REMOTE_NUMA,
     },
     Row {
         subsystem: "memory",
@@ -187,16 +191,14 @@ const ROWS: &[Row] = &[
         metric: "reveal_network_protocol_events_total",
         labels: &[("field", "RetransSegs|TCPLostRetransmit|TCPTimeouts")],
         dir: Dir::Up,
-        text: "TCP is retransmitting: packets are being lost on the path; check NIC drops and \
-               errors (ip -s link, ethtool -S), switch port counters, and MTU mismatches",
+        text: RETRANSMITTING,
     },
     Row {
         subsystem: "network",
         metric: "node_netstat_(Tcp_RetransSegs|TcpExt_TCPTimeouts|TcpExt_TCPLostRetransmit)",
         labels: &[],
         dir: Dir::Up,
-        text: "TCP is retransmitting: packets are being lost on the path; check NIC drops and \
-               errors (ip -s link, ethtool -S), switch port counters, and MTU mismatches",
+        text: RETRANSMITTING,
     },
     Row {
         subsystem: "network",
