@@ -24,7 +24,11 @@
 #   --faults LIST          comma-separated faults, in the given order (default:
 #                          cpu_saturation,memory_hog,dirty_page_flood,storage_read_burst,
 #                          softirq_flood_one_cpu,packet_loss; also known: the paper's cases
-#                          irq_imbalance,packet_loss_0.5pct,packet_loss_0.1pct,one_flow)
+#                          irq_imbalance,packet_loss_0.5pct,packet_loss_0.1pct,one_flow,
+#                          memory_bandwidth, and where the host has the hardware numa_remote
+#                          (two NUMA nodes or more, numactl) and cpu_frequency (cpufreq);
+#                          a fault the host cannot run is skipped with a warning and listed
+#                          as skipped in run.json and the results)
 #   --out DIR              output directory (default /tmp/reveal-eval-<timestamp>)
 #   --port-base N          first port to try (default random in 20000-49999); free ports are
 #                          taken upwards from it
@@ -127,7 +131,7 @@ QUICK=0
 KEEP_DATA=0
 DEFAULT_FAULTS="cpu_saturation,memory_hog,dirty_page_flood,storage_read_burst,softirq_flood_one_cpu,packet_loss"
 # The paper's subtler cases (issue 15): chosen with --faults.
-CASE_FAULTS="irq_imbalance,packet_loss_0.5pct,packet_loss_0.1pct,one_flow"
+CASE_FAULTS="irq_imbalance,packet_loss_0.5pct,packet_loss_0.1pct,one_flow,memory_bandwidth,numa_remote,cpu_frequency"
 ALL_FAULTS="$DEFAULT_FAULTS,$CASE_FAULTS"
 FAULTS="$DEFAULT_FAULTS"
 STREAM_RATE=25M  # per flow; two flows
@@ -160,6 +164,25 @@ IFS=, read -r -a FAULT_LIST <<<"$FAULTS"
 for f in "${FAULT_LIST[@]}"; do
   [[ ",$ALL_FAULTS," == *",$f,"* ]] || die "unknown fault $f (known: $ALL_FAULTS)"
 done
+# Faults this host cannot run (no second NUMA node, no cpufreq) are skipped, loudly.
+numa_nodes() { ls -d /sys/devices/system/node/node[0-9]* 2>/dev/null | wc -l; }
+CPUFREQ=/sys/devices/system/cpu/cpu0/cpufreq
+cannot_run() { # prints why fault $1 cannot run here, nothing if it can
+  case "$1" in
+    numa_remote)
+      [ "$(numa_nodes)" -ge 2 ] || { echo "one NUMA node on this host (a remote node is needed)"; return; }
+      command -v numactl >/dev/null || echo "numactl not found (apt-get install numactl)" ;;
+    cpu_frequency)
+      [ -w "$CPUFREQ/scaling_max_freq" ] || echo "no cpufreq on this host ($CPUFREQ/scaling_max_freq)" ;;
+  esac
+}
+SKIPPED=()
+RUNNABLE=()
+for f in "${FAULT_LIST[@]}"; do
+  why="$(cannot_run "$f")"
+  if [ -n "$why" ]; then SKIPPED+=("$f: $why"); else RUNNABLE+=("$f"); fi
+done
+FAULT_LIST=("${RUNNABLE[@]+"${RUNNABLE[@]}"}")
 [ "$(id -u)" = 0 ] || die "needs root: network namespace, veth and nftables"
 for t in prometheus stress-ng fio iperf3 nft ip taskset setsid curl python3 timeout; do
   command -v "$t" >/dev/null || die "$t not found (apt-get install prometheus prometheus-alertmanager stress-ng fio iperf3 nftables iproute2 curl)"
@@ -277,6 +300,7 @@ wait_http() {
 }
 
 log "reveal evaluation: out $OUT; analyzers: $(for ((i = 0; i < NA; i++)); do printf '%s=%s ' "${A_NAMES[i]}" "${A_BINS[i]}"; done)"
+for s in "${SKIPPED[@]+"${SKIPPED[@]}"}"; do log "WARNING: SKIPPED fault ${s%%:*}: ${s#*: }"; done
 log "plan: warm-up ${WARMUP}s, fault-free ${FAULT_FREE_MIN} min, faults (${FAULT_SECONDS}s each, ${GAP}s gaps): ${FAULT_LIST[*]}"
 
 # ---- 1. the storage fault's file, written and flushed before anything watches -----------------------
@@ -499,6 +523,25 @@ run_fault() {
       rps_all "$mask"
       hold_until $((start + F * 1000))
       rps_all 0 ;;
+    memory_bandwidth)
+      cmd="stress-ng --stream 1 --timeout ${F}s (one worker streaming through memory larger than the caches)"
+      timeout -k 2 $((F + 5)) stress-ng --stream 1 --timeout "${F}s" --quiet >>"$OUT/faults.log" 2>&1 || true ;;
+    numa_remote)
+      # A memory-bound job whose memory is bound to the node its CPUs are not on.
+      local far=$(( $(numa_nodes) - 1 ))
+      cmd="numactl --cpunodebind=0 --membind=$far stress-ng --stream 1 --timeout ${F}s"
+      timeout -k 2 $((F + 5)) numactl --cpunodebind=0 --membind="$far" stress-ng --stream 1 --timeout "${F}s" --quiet \
+        >>"$OUT/faults.log" 2>&1 || true ;;
+    cpu_frequency)
+      # Every CPU's highest frequency lowered to its lowest, restored after the fault.
+      cmd="scaling_max_freq of every CPU set to its cpuinfo_min_freq, restored after ${F}s"
+      local c saved=()
+      for c in /sys/devices/system/cpu/cpu[0-9]*/cpufreq; do
+        saved+=("$c=$(cat "$c/scaling_max_freq")")
+        cat "$c/cpuinfo_min_freq" >"$c/scaling_max_freq" 2>>"$OUT/faults.log" || true
+      done
+      hold_until $((start + F * 1000))
+      for c in "${saved[@]}"; do echo "${c#*=}" >"${c%%=*}/scaling_max_freq" 2>>"$OUT/faults.log" || true; done ;;
     one_flow)
       cmd="the background transfer restarted with one flow of $STREAM_RATE where it had two, restored after ${F}s"
       touch "$TMPD/one-flow"; restart_stream
@@ -521,7 +564,8 @@ expected_of() {
     storage_read_burst) echo storage ;;
     softirq_flood_one_cpu) echo cpu,network ;;
     packet_loss|packet_loss_0.5pct|packet_loss_0.1pct|one_flow) echo network ;;
-    irq_imbalance) echo cpu ;;
+    irq_imbalance|cpu_frequency) echo cpu ;;
+    memory_bandwidth|numa_remote) echo memory ;;
   esac
 }
 log "phase faults: ${NF} faults, ${F}s each, ${GAP}s quiet after each"
@@ -542,7 +586,14 @@ python3 -c 'import json,sys; print(json.dumps([json.loads(l) for l in open(sys.a
   printf ' "mode": "%s", "fault_seconds": %s, "gap": %s, "warmup_s": %s,\n' \
     "$([ "$QUICK" = 1 ] && echo "quick (warm-up 1m, baseline 3m)" || echo "deploy defaults")" "$F" "$GAP" "$WARMUP"
   printf ' "started_ms": %s, "analyzers_started_ms": %s,\n' "$START_MS" "$A_STARTED_MS"
-  printf ' "fault_free": {"start_ms": %s, "end_ms": %s}, "end_ms": %s,\n "analyzers": [\n' "$FF_START_MS" "$FF_END_MS" "$END_MS"
+  printf ' "fault_free": {"start_ms": %s, "end_ms": %s}, "end_ms": %s,\n' "$FF_START_MS" "$FF_END_MS" "$END_MS"
+  printf ' "skipped": ['
+  for ((i = 0; i < ${#SKIPPED[@]}; i++)); do
+    s="${SKIPPED[i]}"
+    printf '%s{"name": "%s", "reason": "%s"}' "$([ $i -gt 0 ] && echo ', ')" "${s%%:*}" "${s#*: }"
+  done
+  printf '],\n "analyzers": [\n'
+
   for ((i = 0; i < NA; i++)); do
     printf '  {"name": "%s", "path": "%s", "dir": "%s", "receiver_url": "http://127.0.0.1:%s", "alertmanager_url": "http://127.0.0.1:%s"}%s\n' \
       "${A_NAMES[i]}" "${A_BINS[i]}" "${A_DIRS[i]}" "${RECV_PORT[i]}" "${AM_PORT[i]}" "$([ $i -lt $((NA - 1)) ] && echo ,)"

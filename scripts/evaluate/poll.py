@@ -77,6 +77,7 @@ class Tracker:
                     "severity": labels.get("severity", ""),
                     "labels": labels,
                     "summary": (a.get("annotations") or {}).get("summary", ""),
+                    "remediation": (a.get("annotations") or {}).get("remediation", ""),
                     "startsAt": a.get("startsAt", ""),
                     "first_seen_ms": t,
                 }

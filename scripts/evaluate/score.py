@@ -90,6 +90,16 @@ def pct(n, d):
     return "–" if not d else "%.2f%% (%d/%d)" % (100.0 * n / d, n, d)
 
 
+def short_claim(summary):
+    """An alert's leading claim without the scrape job's label: `metric{labels}: feature`."""
+    import re
+    s = re.sub(r',?job="[^"]*",?', lambda m: "," if m.group(0).startswith(",") and m.group(0).endswith(",") else "", summary)
+    s = s.replace("{}", "")
+    head, _, rest = s.partition(" (")
+    what = rest.partition("): ")[2] if "): " in rest else rest
+    return ("%s: %s" % (head, what)).replace("|", "\\|")[:120]
+
+
 def score_analyzer(run, faults, a, offline):
     d = a["dir"]
     ff_s, ff_e = run["fault_free"]["start_ms"], run["fault_free"]["end_ms"]
@@ -103,6 +113,7 @@ def score_analyzer(run, faults, a, offline):
 
     lines = []
     rows = []
+    hints = []
     latencies, resolves, alerted, attributed = [], [], 0, 0
     unresolved = 0
     series_path = os.path.join(d, "series.json")
@@ -156,21 +167,31 @@ def score_analyzer(run, faults, a, offline):
                 res = "%.1f" % r
         fw = [(t, v) for k, vs in series.items() if k.startswith("reveal_anomaly_agreement")
               for t, v in vs if s < t <= e + 3000]
-        rows.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        # The evidence the fault's first alert of an expected subsystem names (or its first).
+        lead = sorted(mine, key=lambda x: (x["subsystem"] not in f["expected"], x["first_seen_ms"]))
+        evidence = short_claim(lead[0].get("summary", "")) if lead else ""
+        hints.extend("%s: %s" % (f["name"], x["remediation"]) for x in lead[:1] if x.get("remediation"))
+        rows.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             f["name"], "/".join(f["expected"]),
             "yes" if early else ("later" if later else "**no**"),
             "yes" if attr else ("**no**" if mine else "–"),
             f1(lat), ", ".join(subs) or "–", res or "–",
             "%d/%d" % (sum(1 for _, v in fw if v >= 2), len(fw)) if fw else "–",
             "yes (%s)" % ", ".join(sorted({x["subsystem"] for x in carried})) if carried else "",
+            evidence or "–",
         ))
 
     lines.append("### %s (`%s`)" % (a["name"], a["path"]))
     lines.append("")
-    lines.append("| fault | expected | alerted ≤ %d s | attributed | latency s | alert subsystems | resolved s after end | windows flagged (agreement ≥ 2) | alert open at start |" % EARLY_S)
-    lines.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    lines.append("| fault | expected | alerted ≤ %d s | attributed | latency s | alert subsystems | resolved s after end | windows flagged (agreement ≥ 2) | alert open at start | leading evidence |" % EARLY_S)
+    lines.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     lines.extend(rows)
     lines.append("")
+    if hints:
+        lines.append("Remediation hints of those alerts:")
+        lines.append("")
+        lines.extend("- " + h for h in hints)
+        lines.append("")
 
     # Fault-free period.
     hours = max(1e-9, (ff_e - ff_s) / 3_600_000)
@@ -270,6 +291,10 @@ def main(argv):
         run.get("fault_seconds", "?"), run.get("gap", "?"),
         "" if faults else "; no fault was injected (interrupted?)"))
     doc.append("")
+    for sk in run.get("skipped", []):
+        doc.append("**Skipped: %s** (%s)." % (sk["name"], sk["reason"]))
+    if run.get("skipped"):
+        doc.append("")
     sums = []
     for a in run["analyzers"]:
         lines, s = score_analyzer(run, faults, a, offline)
