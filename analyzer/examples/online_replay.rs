@@ -107,9 +107,9 @@ async fn main() -> anyhow::Result<()> {
                         .map(|(d, s)| format!("{d}={s:.2}"))
                         .collect();
                     println!(
-                        "{} {} agreement={} {} | {}",
+                        "{} {:.3} agreement={} {} | {}",
                         w.host,
-                        w.end_ms / 1000,
+                        w.end_ms as f64 / 1000.0,
                         w.agreement,
                         scores.join(" "),
                         w.description

@@ -104,7 +104,8 @@ def replay(binary, config, learn_from, score_from, until, raw=None):
                     break
                 k, _, v = kv.partition("=")
                 scores[k] = float(v)
-            windows.append({"end_s": int(parts[1]), "agreement": int(parts[2].split("=")[1]),
+            # Window ends print with milliseconds (strides below a second).
+            windows.append({"end_s": int(float(parts[1])), "agreement": int(parts[2].split("=")[1]),
                             "scores": scores})
     return windows, episodes
 

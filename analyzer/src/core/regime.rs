@@ -1,6 +1,7 @@
 //! Regime changes (DESIGN pipeline step 8): a workload starting or stopping is one event,
 //! not an anomaly storm. A *persistent, stable* shift of a host's features is reported once
-//! as a [`RegimeChange`], and the caller refits its baseline on the windows since the change.
+//! as a [`RegimeChange`], and the caller leaves the shifted columns out of scoring until its
+//! trailing baseline has learned their new level ([`LeftOut`]).
 //!
 //! # The test
 //! The tracker keeps a host's last `history` windows (feature rows, and whether the detectors
@@ -66,9 +67,11 @@
 //! Per host, call [`RegimeTracker::observe`] with every scored window's feature row (in a
 //! layout whose column indices are stable; new columns may be appended) and whether it was
 //! flagged. On `Some(change)`: send one `RevealRegimeChange` alert (instance, start) when it
-//! lists columns; for a settled change leave `change.left_out` out of scoring, otherwise drop
-//! the baseline rows that end before `change.start_ms` and refit on the rest. The windows flagged
-//! since the start belong to the new regime, not to an episode.
+//! lists columns, and leave `change.left_out` out of scoring until each column is back near
+//! its old level or the trailing baseline has held the new one long enough to learn it. The
+//! baseline is never cut to the new regime's windows: those are the windows of the alert that
+//! preceded the change (a fault and its aftermath as often as a workload's start), and a
+//! baseline of a minute or two that holds a fault sets bars no later fault passes.
 
 use std::collections::VecDeque;
 
@@ -157,7 +160,7 @@ pub struct ShiftedColumn {
     pub z: f64,
 }
 
-/// A persistent, stable shift: report once, refit the baseline from `start_ms`.
+/// A persistent, stable shift: report once, leave `left_out` out of scoring until learned.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RegimeChange {
     /// End of the first window of the new regime.
@@ -172,14 +175,15 @@ pub struct RegimeChange {
     pub shifted: usize,
     /// A level a fault left behind (the settle rule), rather than a workload's new regime.
     pub settled: bool,
-    /// Columns still away from the level they had before the fault (the settle rule): its
-    /// aftermath or a level it left behind, and in either case not a fault. The caller leaves
-    /// them out of scoring until they are back (see [`LeftOut`]).
+    /// Columns away from the level they had before: a fault's aftermath or a level it left
+    /// behind (the settle rule), or every shifted column of a new regime; in either case not
+    /// a fault. The caller leaves them out of scoring until they are back (see [`LeftOut`])
+    /// or its baseline has learned where they are.
     #[serde(skip)]
     pub left_out: Vec<LeftOut>,
 }
 
-/// A column still away from its level after a fault (the settle rule).
+/// A column away from its level after a fault (the settle rule) or in a new regime.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LeftOut {
     pub column: usize,
@@ -382,6 +386,7 @@ impl RegimeTracker {
         // 3. Shifted and stable columns at the split.
         let mut shifted = 0usize;
         let mut stable = Vec::new();
+        let mut left_out = Vec::new();
         let half = split + (n - split) / 2;
         for &(c, _) in &cand {
             let (Some((mb, sb)), Some((ma, sa)), Some((m1, _)), Some((m2, _))) = (
@@ -398,6 +403,12 @@ impl RegimeTracker {
                 continue;
             }
             shifted += 1;
+            left_out.push(LeftOut {
+                column: c,
+                level: mb,
+                band: p.shift_z * scale(mb, sb),
+                side: shift.signum(),
+            });
             if sa <= shift.abs() && (m2 - m1).abs() <= shift.abs() / 4.0 {
                 stable.push(ShiftedColumn {
                     column: c,
@@ -431,7 +442,7 @@ impl RegimeTracker {
             columns: stable,
             shifted: count,
             settled: false,
-            left_out: Vec::new(),
+            left_out,
         };
         self.ring.drain(..split);
         Some(change)

@@ -396,6 +396,13 @@ impl Engine {
             for &(c, idx) in &map {
                 row[idx] = fm.values[[wi, c]];
             }
+            // A column left out whose time is up is scored again against a baseline that has
+            // learned where it is now: the baseline is refitted first.
+            if expire_left_out(&mut host.left_out, win.end_ms) {
+                if let Some(f) = host.fitted.as_mut() {
+                    f.at_ms = i64::MIN / 2;
+                }
+            }
             maybe_fit(&m.host, host, &self.params, win.end_ms, metrics);
             let fitted = host.fitted.as_ref().filter(|_| !learn_only);
             let Some(fitted) = fitted else {
@@ -441,7 +448,7 @@ impl Engine {
                 host.left_out.extend(c.left_out.iter().map(|l| (*l, until)));
                 // A fault's aftermath with no level left behind is not a regime change.
                 if !(c.settled && c.columns.is_empty()) {
-                    let ev = regime_changed(&m.host, host, c, &self.params, win.end_ms, metrics);
+                    let ev = regime_changed(&m.host, host, c);
                     self.regime_events.push(ev);
                 }
             }
@@ -483,30 +490,12 @@ fn observe_regime(
     })
 }
 
-/// A regime change, reported. A workload's new regime: the baseline keeps only its windows
-/// (flagged against the old regime, they are its normal now) and is refitted at once. A level
-/// a fault left behind (`change.settled`): nothing is relearned; its columns are left out of
-/// scoring (the caller's `left_out`) until the trailing baseline holds the level.
-fn regime_changed(
-    host_name: &str,
-    host: &mut HostState,
-    change: RegimeChange,
-    p: &EngineParams,
-    end: i64,
-    metrics: &SelfMetrics,
-) -> RegimeEvent {
-    if !change.settled {
-        host.ring.keep_regime_from(change.start_ms);
-        if let Some(f) = host.fitted.as_mut() {
-            f.at_ms = i64::MIN / 2;
-        }
-        maybe_fit(host_name, host, p, end, metrics);
-        // The first fit of a new regime has few windows: fit again once it has lasted as
-        // long again, rather than a whole `refit_every` later.
-        if let Some(f) = host.fitted.as_mut().filter(|f| f.at_ms == end) {
-            f.at_ms = end - p.refit_ms + (end - change.start_ms).max(p.window.stride_ms);
-        }
-    }
+/// A regime change, reported. Its columns (a workload's new regime, or a level a fault left
+/// behind) are left out of scoring by the caller until they are back near their old level, or
+/// until [`LEFT_OUT_MS`] has passed and the baseline is refitted on a trailing history that
+/// holds the new level ([`expire_left_out`]). The baseline is never cut to the new regime:
+/// its first windows are an alert's, and a fault among them would set every bar.
+fn regime_changed(host_name: &str, host: &HostState, change: RegimeChange) -> RegimeEvent {
     let layout = &host.layout;
     let name = |j: usize| {
         layout.get(j).map_or_else(String::new, |c| {
@@ -612,10 +601,18 @@ fn maybe_fit(
     host.fitted = Some(fitted);
 }
 
-/// How long at most a column still away from its level after a fault is left out of scoring
-/// (the settle rule): by then the trailing baseline has held a level that stays for a sixth
-/// of its length, well inside its bulk, and a column that is still moving is scored again.
+/// How long at most a column still away from its level (after a fault, the settle rule, or in
+/// a new regime) is left out of scoring: by then the trailing baseline has held a level that
+/// stays for a sixth of its length, well inside its bulk, and is refitted on it
+/// ([`expire_left_out`]); a column that is still moving is scored again.
 const LEFT_OUT_MS: i64 = 5 * 60 * 1000;
+
+/// Drops the left-out columns whose time is up at `end_ms`; whether any was dropped.
+fn expire_left_out(left_out: &mut Vec<(LeftOut, i64)>, end_ms: i64) -> bool {
+    let before = left_out.len();
+    left_out.retain(|(_, until)| end_ms <= *until);
+    left_out.len() < before
+}
 
 /// `row` with the channels left out after a fault set to NaN (the detectors read them as the
 /// baseline's centre): every column of a channel whose level column is still away. While a

@@ -57,16 +57,6 @@ impl Ring {
         }
     }
 
-    /// A new regime from `start_ms`: only its windows are kept, and they are its normal (none
-    /// flagged, none part of an alert).
-    pub fn keep_regime_from(&mut self, start_ms: i64) {
-        self.rows.retain(|r| r.end_ms >= start_ms);
-        for r in self.rows.iter_mut() {
-            r.flagged = false;
-            r.alerted = false;
-        }
-    }
-
     /// Marks the windows ending in `[from_ms, to_ms]` as part of an alert.
     pub fn mark_alerted(&mut self, from_ms: i64, to_ms: i64) {
         for r in self.rows.iter_mut().rev() {
@@ -137,8 +127,5 @@ mod tests {
         assert_eq!(kept.len(), 75);
         assert!(kept.contains(&14) && !kept.contains(&15) && !kept.contains(&39));
         assert!(kept.contains(&90), "not settled yet");
-        // A new regime forgets what came before and every mark.
-        ring.keep_regime_from(50);
-        assert_eq!((ring.len(), ring.alerted(), ring.calm()), (50, 0, 50));
     }
 }

@@ -250,6 +250,73 @@ fn a_level_left_behind_by_a_fault_settles_and_the_alert_can_end() {
 }
 
 #[test]
+fn a_new_regime_is_left_out_until_learned_and_the_baseline_is_not_cut() {
+    let metrics = SelfMetrics::new(&mut Registry::default());
+    let mut e = Engine::new(params());
+    let mut seed = 11;
+    let t0 = 1_700_000_000_000;
+    let hist = host(t0 - 303_000, 303, 0..0, &mut seed);
+    e.learn(&hist, t0 - 300_000, t0, &[], &metrics);
+    // A workload starts at t0 + 40 s and stays: cpu_a and cpu_b step up by 10. A storage
+    // burst comes 200 s in, while the new level is still being learned.
+    let start = t0 + 40_000;
+    let burst = t0 + 200_000..t0 + 210_000;
+    let mut live = host(t0 - 3_000, 463, burst.clone(), &mut seed);
+    for t in 0..live.n_steps() {
+        if live.start_ms + t as i64 * live.step_ms >= start {
+            live.values[[0, t]] += 10.0;
+            live.values[[1, t]] += 10.0;
+        }
+    }
+    let out = e.process(&live, t0, t0 + 460_000, &metrics);
+    let scored = scored(&out);
+    let changes = e.take_regime_changes();
+    assert_eq!(
+        changes.len(),
+        1,
+        "{:?}",
+        changes.iter().map(|c| &c.summary).collect::<Vec<_>>()
+    );
+    let c = &changes[0].change;
+    assert!(!c.settled, "a workload's regime: {c:?}");
+    let cols: Vec<usize> = c.left_out.iter().map(|l| l.column).collect();
+    assert!(!cols.is_empty(), "its shifted columns are left out");
+    // The baseline keeps its history: the ring still spans the configured baseline.
+    assert!(e.status().baseline_windows >= 590, "{:?}", e.status());
+    let agreeing = |a: i64, b: i64| {
+        scored
+            .iter()
+            .filter(|w| w.end_ms > t0 + a && w.end_ms <= t0 + b && w.agreement >= 2)
+            .collect::<Vec<_>>()
+    };
+    // The burst is found against the whole baseline, and named.
+    let during = agreeing(burst.start - t0 + 3_000, burst.end - t0);
+    assert!(during.len() >= 5, "{}", during.len());
+    assert!(
+        during.iter().all(|w| w.summary.starts_with("disk_w")),
+        "{:?}",
+        during[0].summary
+    );
+    // Between the change and the burst, and once the columns are scored again after the
+    // refit that learned their level, no window is flagged for the new level.
+    let on_new_level = |a: i64, b: i64| {
+        agreeing(a, b)
+            .into_iter()
+            .filter(|w| w.summary.starts_with("cpu_a") || w.summary.starts_with("cpu_b"))
+            .map(|w| ((w.end_ms - t0) / 1000, w.summary.clone()))
+            .collect::<Vec<_>>()
+    };
+    let detected = c.detected_ms - t0;
+    assert_eq!(on_new_level(detected + 5_000, burst.start - t0), vec![]);
+    let learned = detected + LEFT_OUT_MS + 5_000;
+    assert!(
+        learned < 440_000,
+        "the test runs past the expiry: {learned}"
+    );
+    assert_eq!(on_new_level(learned, 460_000), vec![]);
+}
+
+#[test]
 fn the_service_and_analyze_flag_the_same_windows_of_one_recording() {
     // One scoring path (`core::score`): the engine, fitted once on a whole recording the way
     // `analyze` fits it, flags the same windows, by the same detectors, with the same scores.
