@@ -32,6 +32,8 @@ import subprocess
 import sys
 import tempfile
 
+from cli import take_option  # noqa: E402  (same folder)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 BEFORE_S = 30
 AFTER_S = 60
@@ -98,18 +100,10 @@ def main():
         print(__doc__)
         sys.exit(0 if args and args[0] in ("-h", "--help") else 2)
 
-    def opt(name, default):
-        if name in args:
-            i = args.index(name)
-            v = args[i + 1]
-            del args[i:i + 2]
-            return v
-        return default
-
-    replay_bin = opt("--replay", "target/release/examples/online_replay")
-    analyzer = opt("--analyzer", "target/release/reveal-analyzer")
-    settings = [tuple(ms(x) for x in s.split("/")) for s in opt("--settings", "3s/1s,1500ms/500ms,5s/2s").split(",")]
-    keep = opt("--keep", None)
+    replay_bin = take_option(args, "--replay", "target/release/examples/online_replay")
+    analyzer = take_option(args, "--analyzer", "target/release/reveal-analyzer")
+    settings = [tuple(ms(x) for x in s.split("/")) for s in take_option(args, "--settings", "3s/1s,1500ms/500ms,5s/2s").split(",")]
+    keep = take_option(args, "--keep", None)
     config, dirs = args[0], args[1:]
     for b in (replay_bin, analyzer):
         if not os.access(b, os.X_OK):

@@ -27,6 +27,7 @@ import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cli import take_option  # noqa: E402
 from replay import start_prometheus  # noqa: E402
 
 # The channels each fault is expected to move, as an operator would chart them. A fault not
@@ -69,14 +70,6 @@ def main():
         print(__doc__)
         sys.exit(0 if args else 2)
 
-    def opt(name, default):
-        if name in args:
-            i = args.index(name)
-            v = args[i + 1]
-            del args[i:i + 2]
-            return v
-        return default
-
     try:
         import matplotlib
         import matplotlib.ticker
@@ -84,11 +77,11 @@ def main():
         import matplotlib.pyplot as plt
     except ImportError:
         sys.exit("timeline: needs matplotlib (apt-get install python3-matplotlib)")
-    want = opt("--faults", None)
-    analyzer = opt("--analyzer", None)
-    before = float(opt("--before", "40"))
-    after = float(opt("--after", "60"))
-    out_dir = opt("--out", None)
+    want = take_option(args, "--faults", None)
+    analyzer = take_option(args, "--analyzer", None)
+    before = float(take_option(args, "--before", "40"))
+    after = float(take_option(args, "--after", "60"))
+    out_dir = take_option(args, "--out", None)
     d = args[0]
     run = json.load(open(os.path.join(d, "run.json")))
     faults = json.load(open(os.path.join(d, "faults.json")))

@@ -403,13 +403,14 @@ impl RegimeTracker {
                 continue;
             }
             shifted += 1;
-            left_out.push(LeftOut {
-                column: c,
-                level: mb,
-                band: p.shift_z * scale(mb, sb),
-                side: shift.signum(),
-            });
+            // A column at a new level is left out until learned; one still moving is scored.
             if sa <= shift.abs() && (m2 - m1).abs() <= shift.abs() / 4.0 {
+                left_out.push(LeftOut {
+                    column: c,
+                    level: mb,
+                    band: p.shift_z * scale(mb, sb),
+                    side: shift.signum(),
+                });
                 stable.push(ShiftedColumn {
                     column: c,
                     before: mb,
