@@ -61,6 +61,16 @@ fn scored(out: &[Outcome]) -> Vec<&WindowScore> {
         .collect()
 }
 
+/// An engine with `p` that has learned five minutes of quiet history ending at `t0` (learned,
+/// not scored), and its self-metrics.
+fn learned(p: EngineParams, t0: i64, seed: &mut u64) -> (Engine, SelfMetrics) {
+    let metrics = SelfMetrics::new(&mut Registry::default());
+    let mut e = Engine::new(p);
+    let hist = host(t0 - 303_000, 303, 0..0, seed);
+    e.learn(&hist, t0 - 300_000, t0, &[], &metrics);
+    (e, metrics)
+}
+
 fn params() -> EngineParams {
     EngineParams {
         window: WindowConfig::default(),
@@ -78,13 +88,9 @@ fn params() -> EngineParams {
 
 #[test]
 fn warms_up_then_flags_a_storage_burst_and_attributes_it() {
-    let metrics = SelfMetrics::new(&mut Registry::default());
-    let mut e = Engine::new(params());
     let mut seed = 99;
     let t0 = 1_700_000_000_000;
-    // Five minutes of history: learned, not scored.
-    let hist = host(t0 - 303_000, 303, 0..0, &mut seed);
-    e.learn(&hist, t0 - 300_000, t0, &[], &metrics);
+    let (mut e, metrics) = learned(params(), t0, &mut seed);
     assert!(!e.status().warming_up, "{:?}", e.status());
 
     // Then 20 s live with a 5 s burst starting at t0 + 10 s.
@@ -204,12 +210,9 @@ fn events_on_a_channel_that_was_zero_all_baseline_are_seen() {
 
 #[test]
 fn a_level_left_behind_by_a_fault_settles_and_the_alert_can_end() {
-    let metrics = SelfMetrics::new(&mut Registry::default());
-    let mut e = Engine::new(params());
     let mut seed = 5;
     let t0 = 1_700_000_000_000;
-    let hist = host(t0 - 303_000, 303, 0..0, &mut seed);
-    e.learn(&hist, t0 - 300_000, t0, &[], &metrics);
+    let (mut e, metrics) = learned(params(), t0, &mut seed);
     // A 20 s fault from t0 + 40 s: the disk bursts and cpu_c drops by 5; when it ends the
     // disk is back, but cpu_c stays 10 above its old level (a dropped page cache, say).
     let (from, to) = (t0 + 40_000, t0 + 60_000);
@@ -251,12 +254,9 @@ fn a_level_left_behind_by_a_fault_settles_and_the_alert_can_end() {
 
 #[test]
 fn a_new_regime_is_left_out_until_learned_and_the_baseline_is_not_cut() {
-    let metrics = SelfMetrics::new(&mut Registry::default());
-    let mut e = Engine::new(params());
     let mut seed = 11;
     let t0 = 1_700_000_000_000;
-    let hist = host(t0 - 303_000, 303, 0..0, &mut seed);
-    e.learn(&hist, t0 - 300_000, t0, &[], &metrics);
+    let (mut e, metrics) = learned(params(), t0, &mut seed);
     // A workload starts at t0 + 40 s and stays: cpu_a and cpu_b step up by 10. A storage
     // burst comes 200 s in, while the new level is still being learned.
     let start = t0 + 40_000;
@@ -379,16 +379,14 @@ fn the_service_and_analyze_flag_the_same_windows_of_one_recording() {
 
 #[test]
 fn a_fault_is_not_learned_and_alerts_again_when_it_comes_back() {
-    let metrics = SelfMetrics::new(&mut Registry::default());
-    // Refits every minute: the second burst is scored by a baseline fitted after the first.
-    let mut e = Engine::new(EngineParams {
-        refit_ms: 60_000,
-        ..params()
-    });
     let mut seed = 7;
     let t0 = 1_700_000_000_000;
-    let hist = host(t0 - 303_000, 303, 0..0, &mut seed);
-    e.learn(&hist, t0 - 300_000, t0, &[], &metrics);
+    // Refits every minute: the second burst is scored by a baseline fitted after the first.
+    let p = EngineParams {
+        refit_ms: 60_000,
+        ..params()
+    };
+    let (mut e, metrics) = learned(p, t0, &mut seed);
     // The same 20 s storage burst twice, six minutes apart: in the second one's baseline
     // (the last 10 minutes) the first is 20 of 600 windows, more than trimming drops.
     let mut opened = Vec::new();
