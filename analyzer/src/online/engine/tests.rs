@@ -71,6 +71,18 @@ fn learned(p: EngineParams, t0: i64, seed: &mut u64) -> (Engine, SelfMetrics) {
     (e, metrics)
 }
 
+/// The regime change reported since the last call, which must be the only one.
+fn the_one_regime_change(e: &mut Engine) -> crate::core::regime::RegimeChange {
+    let mut changes = e.take_regime_changes();
+    assert_eq!(
+        changes.len(),
+        1,
+        "{:?}",
+        changes.iter().map(|c| &c.summary).collect::<Vec<_>>()
+    );
+    changes.remove(0).change
+}
+
 fn params() -> EngineParams {
     EngineParams {
         window: WindowConfig::default(),
@@ -239,14 +251,7 @@ fn a_level_left_behind_by_a_fault_settles_and_the_alert_can_end() {
     // ... then the level is one settled regime change, the column is left out of scoring
     // while the baseline learns it, and nothing is flagged from 20 s after the fault on, so
     // its alert resolves.
-    let changes = e.take_regime_changes();
-    assert_eq!(
-        changes.len(),
-        1,
-        "{:?}",
-        changes.iter().map(|c| &c.summary).collect::<Vec<_>>()
-    );
-    let c = &changes[0].change;
+    let c = &the_one_regime_change(&mut e);
     assert!(c.settled);
     assert!(c.start_ms > to && c.detected_ms <= to + 20_000, "{c:?}");
     assert_eq!(flagged(80_000, 120_000), 0);
@@ -270,14 +275,7 @@ fn a_new_regime_is_left_out_until_learned_and_the_baseline_is_not_cut() {
     }
     let out = e.process(&live, t0, t0 + 460_000, &metrics);
     let scored = scored(&out);
-    let changes = e.take_regime_changes();
-    assert_eq!(
-        changes.len(),
-        1,
-        "{:?}",
-        changes.iter().map(|c| &c.summary).collect::<Vec<_>>()
-    );
-    let c = &changes[0].change;
+    let c = &the_one_regime_change(&mut e);
     assert!(!c.settled, "a workload's regime: {c:?}");
     let cols: Vec<usize> = c.left_out.iter().map(|l| l.column).collect();
     assert!(!cols.is_empty(), "its shifted columns are left out");
