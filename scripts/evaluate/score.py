@@ -14,6 +14,7 @@ Standard library only. See docs/EVALUATION.md for the definitions.
 import json
 import math
 import os
+import re
 import statistics
 import sys
 import time
@@ -92,9 +93,7 @@ def pct(n, d):
 
 def short_claim(summary):
     """An alert's leading claim without the scrape job's label: `metric{labels}: feature`."""
-    import re
-    s = re.sub(r',?job="[^"]*",?', lambda m: "," if m.group(0).startswith(",") and m.group(0).endswith(",") else "", summary)
-    s = s.replace("{}", "")
+    s = re.sub(r'job="[^"]*",?', "", summary).replace(",}", "}").replace("{}", "")
     head, _, rest = s.partition(" (")
     what = rest.partition("): ")[2] if "): " in rest else rest
     return ("%s: %s" % (head, what)).replace("|", "\\|")[:120]
