@@ -3,7 +3,7 @@
 # host, a background that is never idle, then faults at recorded times; Alertmanager's API is
 # polled every second and each analyzer is scored (docs/EVALUATION.md). Needs root (network
 # namespace, veth, nftables) and: prometheus, prometheus-alertmanager, stress-ng, fio, iperf3,
-# nftables, iproute2, util-linux (taskset, setsid), curl, python3. Builds nothing: it runs the
+# nftables, iproute2, ethtool, util-linux (taskset, setsid), curl, python3. Builds nothing: it runs the
 # binaries it is given.
 #
 #   scripts/evaluate.sh                       # deploy defaults: 5 min warm-up, 30 min fault-free, 6 faults
@@ -184,7 +184,7 @@ for f in "${FAULT_LIST[@]}"; do
 done
 FAULT_LIST=("${RUNNABLE[@]+"${RUNNABLE[@]}"}")
 [ "$(id -u)" = 0 ] || die "needs root: network namespace, veth and nftables"
-for t in prometheus stress-ng fio iperf3 nft ip taskset setsid curl python3 timeout; do
+for t in prometheus stress-ng fio iperf3 nft ip ethtool taskset setsid curl python3 timeout; do
   command -v "$t" >/dev/null || die "$t not found (apt-get install prometheus prometheus-alertmanager stress-ng fio iperf3 nftables iproute2 curl)"
 done
 ALERTMANAGER="$(command -v prometheus-alertmanager || command -v alertmanager || true)"
@@ -322,6 +322,12 @@ ip addr add "$HOST_IP/30" dev "$HOST_DEV"
 ip -n "$NS" addr add "$NS_IP/30" dev "$NS_DEV"
 ip link set "$HOST_DEV" up
 ip -n "$NS" link set "$NS_DEV" up
+# A NIC segments before the wire, so loss there hits MTU-sized packets; a veth passes TCP's
+# 64 KiB super-packets whole, and one drop would take a whole burst (a loss rate of N per mille
+# would then be far fewer, larger losses than on a wire). Segment in software instead.
+ethtool -K "$HOST_DEV" tso off gso off gro off >/dev/null
+ip netns exec "$NS" ethtool -K "$NS_DEV" tso off gso off gro off >/dev/null
+log "phase setup: segmentation offloads off on both veth ends (MTU-sized packets, as on a wire)"
 
 export NS NS_IP HOST_IP FLOOD_PORT DEADLINE TMPD STREAM_RATE HOST_DEV NS_DEV
 spawn ns-server "$OUT/iperf3-ns-server.log" "$BASH" "$SELF" __bg bg_ns_server
