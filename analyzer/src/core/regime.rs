@@ -50,8 +50,9 @@
 //!
 //! For 30 s (`AFTERMATH_MS`) after the rule found a fault over, a column the fault never moved that
 //! steps away from its level before the fault, and then holds or returns over `settle`
-//! windows, is left out too (another settled change, without the onset test); one still
-//! moving away is left to the detectors.
+//! windows, is left out too (another settled change, without the onset test, that reports no
+//! level: such a step is only likely the fault's doing); one still moving away is left to
+//! the detectors.
 //!
 //! After a change the windows before p are forgotten: the new regime is the reference for the
 //! next change, and none can be reported until `min_reference + min_regime` windows of it
@@ -563,7 +564,7 @@ impl RegimeTracker {
             return None;
         }
         let tail = n - p.settle;
-        let (mut stable, mut left_out) = (Vec::new(), Vec::new());
+        let mut left_out = Vec::new();
         for (c, r) in a.reference.iter().enumerate() {
             let Some((mr, s)) = *r else { continue };
             if a.left.contains(&c) {
@@ -574,8 +575,7 @@ impl RegimeTracker {
                 continue;
             };
             // Still moving away: scored, as anything else is.
-            if let Some((level, left)) = self.left_behind(c, tail, mr, s, mt) {
-                stable.extend(level);
+            if let Some((_, left)) = self.left_behind(c, tail, mr, s, mt) {
                 left_out.push(left);
             }
         }
@@ -585,15 +585,16 @@ impl RegimeTracker {
         if let Some(a) = self.aftermath.as_mut() {
             a.left.extend(left_out.iter().map(|l| l.column));
         }
-        let count = stable.len();
-        let stable = strongest(stable, p.max_columns);
+        // Left out, but no level is reported: the fault never moved these columns, so a step
+        // within its aftermath is only likely its doing (write-back after a memory hog); the
+        // routine job landing in those 30 s steps the same way and is no level the fault left.
         Some(RegimeChange {
             start_ms: self.ring[tail].0,
             detected_ms: end_ms,
             windows: p.settle,
             flagged: self.ring.range(tail..).filter(|r| r.1).count(),
-            columns: stable,
-            shifted: count,
+            columns: Vec::new(),
+            shifted: 0,
             settled: true,
             left_out,
         })

@@ -320,6 +320,8 @@ fn what_steps_away_in_a_faults_aftermath_is_left_out_too() {
     assert!(*at <= 89 + 30, "{at}");
     assert!(c.settled);
     assert_eq!(c.left_out.iter().map(|l| l.column).collect::<Vec<_>>(), [2]);
+    // Left out, not reported: the fault never moved it, so its step is no level it left.
+    assert!(c.columns.is_empty() && c.shifted == 0, "{c:#?}");
     assert!(run(150)
         .iter()
         .all(|(_, c)| c.left_out.iter().all(|l| l.column != 2)));
