@@ -36,7 +36,7 @@ def replay(dir_, config, binary, phase):
         sys.exit("phases: replay of %s at phase %d failed:\n%s" % (dir_, phase, text[-2000:]))
     # Per fault (by name and place in the run): alerted within 10 s and attributed.
     per_fault = []
-    for row in re.finditer(r"^\| (\w+) \| [\w/]+ \| ([^|]+) \| ([^|]+) \|", text, re.M):
+    for row in re.finditer(r"^\| ([\w.]+) \| [\w/]+ \| ([^|]+) \| ([^|]+) \|", text, re.M):
         if row.group(1) != "fault":
             name = row.group(1)
             if any(n.split(" ")[0] == name for n, _ in per_fault):

@@ -169,6 +169,23 @@ pub fn fit_with(
     at_ms: i64,
     baseline: Baseline,
 ) -> Result<Fitted, NotFitted> {
+    fit_with_alerts(x, &[], set, seed, at_ms, baseline)
+}
+
+/// [`fit_with`] on a baseline that holds windows of alerts (`alerted[i]` for row `i`; an
+/// empty slice: none). They are fitted on like any other, but never set a held bar: the held
+/// bar is the most the *host* held, and a fault held for 20 s is not the host's; left in, it
+/// would hide the next fault that holds as long (a second CPU saturation minutes after the
+/// first, or after any fault while the baseline still holds it).
+pub fn fit_with_alerts(
+    x: ArrayView2<f64>,
+    alerted: &[bool],
+    set: &DetectorsConfig,
+    seed: u64,
+    at_ms: i64,
+    baseline: Baseline,
+) -> Result<Fitted, NotFitted> {
+    let is_alerted = |i: usize| alerted.get(i).copied().unwrap_or(false);
     let set = set.clone().seed(seed);
     let mut detectors: Vec<Calibrated> = Vec::new();
     let mut not_fitted = Vec::new();
@@ -180,19 +197,29 @@ pub fn fit_with(
                 continue;
             }
         };
-        let (model, base) = if set.trim {
+        let all: Vec<usize> = (0..x.nrows()).collect();
+        let (model, base, kept) = if set.trim {
             let keep = trimmed_rows(&first.score_many(x).to_vec());
             if keep.len() < x.nrows() {
                 let kept = x.select(Axis(0), &keep);
                 match fit_one(&set, name, kept.view()) {
-                    Ok(m) => (m, kept),
-                    Err(_) => (first, x.to_owned()),
+                    Ok(m) => (m, kept, keep),
+                    Err(_) => (first, x.to_owned(), all),
                 }
             } else {
-                (first, x.to_owned())
+                (first, x.to_owned(), all)
             }
         } else {
-            (first, x.to_owned())
+            (first, x.to_owned(), all)
+        };
+        // Scores of the alert's windows set no held bar (NaN ends a held stretch).
+        let unheld = |mut v: Vec<f64>| {
+            for (s, &i) in v.iter_mut().zip(&kept) {
+                if is_alerted(i) {
+                    *s = f64::NAN;
+                }
+            }
+            v
         };
         // Out-of-sample calibration: each baseline window's score by a model fitted on the
         // other folds (NaN where none could be fitted), and those models' in-sample scores.
@@ -224,9 +251,9 @@ pub fn fit_with(
         // gap, and at least the 99th percentile of the same out of sample (trimmed too); none
         // on a short baseline ([`HELD_MIN_BLOCKS`]). The most, not a percentile: a held score
         // varies little, and its 99th percentile sits just above the host's ordinary level.
-        let own = held_scores(&model.score_many(base.view()).to_vec(), set.hold);
+        let own = held_scores(&unheld(model.score_many(base.view()).to_vec()), set.hold);
         let held = (set.hold >= 2 && own.len() >= HELD_MIN_BLOCKS * set.hold).then(|| {
-            let unseen = held_scores(&unseen, set.hold);
+            let unseen = held_scores(&unheld(unseen), set.hold);
             (most_held(&own) * gap).max(percentile(&trimmed(&unseen), OUT_OF_SAMPLE_PERCENTILE))
         });
         detectors.push(Calibrated {
@@ -416,6 +443,40 @@ mod tests {
             "{:?}",
             flagging(&f, &routine)
         );
+    }
+
+    #[test]
+    fn an_alerts_windows_set_no_held_bar() {
+        // A busy host whose last minutes hold five faults of 30 windows each, every CPU
+        // saturated (far more than trimming drops), their alerts not settled yet: fitted on
+        // as they are, they set the held bar at a saturation's level, and the next one passes
+        // it no more. Marked as an alert's, they set none.
+        let mut base = busy_host(1800, 0..0, true);
+        let sat = saturated(&base);
+        let faults = [1300..1330, 1400..1430, 1500..1530, 1600..1630, 1700..1730];
+        for r in faults.iter().cloned().flatten() {
+            base.row_mut(r).assign(&sat);
+        }
+        let alerted: Vec<bool> = (0..1800)
+            .map(|i| faults.iter().any(|f| f.contains(&i)))
+            .collect();
+        let set = DetectorsConfig::default();
+        let bars = |alerted: &[bool]| {
+            let f = fit_with_alerts(base.view(), alerted, &set, 3, 0, Baseline::Trailing)
+                .expect("fitted");
+            let c = f
+                .detectors
+                .iter()
+                .find(|c| c.model.name() == "zscore")
+                .unwrap();
+            (c.model.score(sat.view()), c.held.expect("a held bar"))
+        };
+        // Unmarked, the held bar is the saturation's own score: the next one does not pass it.
+        let (score, held) = bars(&[]);
+        assert!(score <= held, "{score} {held}");
+        // Marked, the bar is the host's: the same saturation passes it.
+        let (score, held) = bars(&alerted);
+        assert!(score > 1.1 * held, "{score} {held}");
     }
 
     #[test]

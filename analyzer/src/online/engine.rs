@@ -16,7 +16,7 @@ use crate::core::detect::DetectorsConfig;
 use crate::core::episodes::tracker::{Event, Tracker, TrackerParams};
 use crate::core::episodes::OpenEpisode;
 use crate::core::features::{least_change, Extractor, Feature, FeatureConfig};
-use crate::core::fit::{fit_with, Baseline, Fitted};
+use crate::core::fit::{fit_with_alerts, Baseline, Fitted};
 use crate::core::matrix::{HostMatrix, Kind, Subsystem};
 use crate::core::regime::{LeftOut, RegimeChange, RegimeParams, RegimeTracker, RegimeWindow};
 use crate::core::score::Scorer;
@@ -571,17 +571,19 @@ fn maybe_fit(
             "most of the baseline is flagged: refitting on the shifted regime"
         );
     }
-    // An alert's windows stay out once settled ([`Ring::fit_rows`]).
+    // An alert's windows stay out once settled ([`Ring::fit_rows`]); until then they are
+    // fitted on, but set no held bar.
     let rows = host.ring.fit_rows(end, LEFT_OUT_MS, keep_flagged);
+    let alerted: Vec<bool> = rows.iter().map(|(_, a)| *a).collect();
     let width = host.layout.len();
     let mut x = Array2::from_elem((rows.len(), width), f64::NAN);
-    for (i, r) in rows.iter().enumerate() {
+    for (i, (r, _)) in rows.iter().enumerate() {
         for (j, v) in r.iter().enumerate() {
             x[[i, j]] = *v;
         }
     }
     let t0 = Instant::now();
-    let fitted = fit_with(x.view(), &set, p.seed, end, p.calibration);
+    let fitted = fit_with_alerts(x.view(), &alerted, &set, p.seed, end, p.calibration);
     metrics.phase("fit", t0.elapsed().as_secs_f64());
     let fitted = match fitted {
         Ok(f) => f,

@@ -88,7 +88,15 @@ impl Ring {
     /// without the fault would flag that as a fault of its own. At most a quarter of the
     /// baseline is kept out this way, the newest alerts first: a host alerting more than that
     /// has a new normal, and its oldest alerts count again.
-    pub fn fit_rows(&self, now_ms: i64, settled_ms: i64, keep_flagged: bool) -> Vec<&Vec<f64>> {
+    ///
+    /// Each row comes with whether it is a window of an alert not settled yet: such windows
+    /// set no held bar ([`crate::core::fit::fit_with_alerts`]).
+    pub fn fit_rows(
+        &self,
+        now_ms: i64,
+        settled_ms: i64,
+        keep_flagged: bool,
+    ) -> Vec<(&Vec<f64>, bool)> {
         let mut room = self.rows.len() / ALERTED_OUT_DIV;
         let mut out = vec![false; self.rows.len()];
         for (i, r) in self.rows.iter().enumerate().rev() {
@@ -101,7 +109,7 @@ impl Ring {
             .iter()
             .zip(&out)
             .filter(|(r, out)| !**out && (keep_flagged || !r.flagged))
-            .map(|(r, _)| &r.values)
+            .map(|(r, _)| (&r.values, r.alerted && r.end_ms > now_ms - settled_ms))
             .collect()
     }
 }
@@ -120,12 +128,19 @@ mod tests {
         ring.mark_alerted(10, 39);
         ring.mark_alerted(90, 94);
         assert_eq!(ring.alerted(), 35);
-        let firsts = |rows: Vec<&Vec<f64>>| rows.iter().map(|r| r[0] as i64).collect::<Vec<_>>();
+        let firsts =
+            |rows: Vec<(&Vec<f64>, bool)>| rows.iter().map(|r| r.0[0] as i64).collect::<Vec<_>>();
         // At 99, with 50 to settle: the first alert is settled, the second is not; the
         // quarter (25 rows) is spent on the newest settled windows, 15–39.
         let kept = firsts(ring.fit_rows(99, 50, true));
         assert_eq!(kept.len(), 75);
         assert!(kept.contains(&14) && !kept.contains(&15) && !kept.contains(&39));
         assert!(kept.contains(&90), "not settled yet");
+        // Kept in, but known as an alert's that has not settled: it sets no held bar. The
+        // oldest alert's windows that count again (10–14) are the baseline's like any other.
+        let marked = ring.fit_rows(99, 50, true);
+        assert!(marked
+            .iter()
+            .all(|(r, a)| *a == (r[0] >= 90.0 && r[0] <= 94.0)));
     }
 }
