@@ -13,7 +13,8 @@ lands in one changes what is flagged later. Five phases of a recording are five 
 
 Prints one line per replay and the totals: faults alerted within 10 s and attributed, false
 episodes in the fault-free periods and per hour, fault-free windows flagged by two
-detectors, and the median of the replays' median latencies.
+detectors, the median of the replays' median latencies, and how soon the alerted faults'
+episodes closed after their end (median, how many after more than 30 s, how many never).
 """
 
 import os
@@ -35,15 +36,20 @@ def replay(dir_, config, binary, phase):
     if out.returncode != 0 or not faults or not free:
         sys.exit("phases: replay of %s at phase %d failed:\n%s" % (dir_, phase, text[-2000:]))
     # Per fault (by name and place in the run): alerted within 10 s and attributed.
-    per_fault = []
-    for row in re.finditer(r"^\| ([\w.]+) \| [\w/]+ \| ([^|]+) \| ([^|]+) \|", text, re.M):
+    # and, where alerted, seconds from its end until the episode closed (None: not closed).
+    per_fault, resolves = [], []
+    for row in re.finditer(r"^\| ([\w.]+) \| [\w/]+ \| ([^|]+) \| ([^|]+) \| [^|]* \| [^|]* \| ([^|]+) \|",
+                           text, re.M):
         if row.group(1) != "fault":
             name = row.group(1)
             if any(n.split(" ")[0] == name for n, _ in per_fault):
                 name += " (again)"
             per_fault.append((name, row.group(2).strip() == "yes" and row.group(3).strip() == "yes"))
+            res = row.group(4).strip()
+            if res != "–":
+                resolves.append(None if res == "not resolved" else float(res))
     return {
-        "per_fault": per_fault,
+        "per_fault": per_fault, "resolves": resolves,
         "found": int(faults.group(1)), "faults": int(faults.group(2)),
         "latency": None if faults.group(3) == "–" else float(faults.group(3)),
         "episodes": int(free.group(1)), "minutes": float(free.group(2)),
@@ -95,6 +101,11 @@ def main():
                 missed[name][0] += 1
     print("%s faults missed: %s" % (label, ", ".join(
         "%s %d of %d" % (n, m, t) for n, (m, t) in missed.items()) or "none"))
+    res = [v for r in rows for v in r["resolves"]]
+    done = sorted(v for v in res if v is not None)
+    print("%s resolves of the %d faults alerted: median %s s, over 30 s %d, not closed %d" % (
+        label, len(res), "%.1f" % statistics.median(done) if done else "–",
+        sum(1 for v in done if v > 30), sum(1 for v in res if v is None)))
     hours = sum(r["minutes"] for r in rows) / 60
     lat = [r["latency"] for r in rows if r["latency"] is not None]
     print("%s total over %d replays: faults %d/%d; false episodes %d in %.1f h (%.1f per hour); "

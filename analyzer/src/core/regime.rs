@@ -37,7 +37,10 @@
 //! 3. What is still shifted is either *returning* (the medians of the three thirds of those
 //!    windows come nearer to the reference, on one side of it) or *steady* (a spread below
 //!    half its shift, halves that differ by at most a quarter of it); one column still moving
-//!    away means the fault goes on. Most of the windows are flagged.
+//!    away means the fault goes on, and so does one of the fault's *leading* columns (moved
+//!    at onset at least half as far as the most any column moved) still where the onset put
+//!    it. A lesser column that stays where the onset put it is a level the fault left (fio
+//!    drops its file's page cache as it opens it). Most of the windows are flagged.
 //!
 //! The change then starts `settle` windows ago, lists the steady columns (a level the fault
 //! left behind), and names every column still shifted as *left out* ([`LeftOut`]): the caller
@@ -228,6 +231,9 @@ impl RegimeChange {
 
 /// Windows at the start of a flagged run that show what the fault moved (the settle rule).
 const ONSET: usize = 5;
+/// A column is among a fault's leading evidence when its onset moved it at least this
+/// fraction of the most any column moved (in reference scales).
+const LEADING_DIV: f64 = 2.0;
 /// Windows without a flag that a flagged run may hold and still be one run (an episode's
 /// lull, `close_after` − 1 at the default).
 const GAP: usize = 4;
@@ -483,6 +489,13 @@ impl RegimeTracker {
         }
         let width = self.width();
         let mid = tail + p.settle / 2;
+        // How far the fault's first windows moved each column (in its reference scales).
+        let onset_z = |c: usize| {
+            let (mr, sr) = mean_sd(self.col(c, 0..p.min_reference))?;
+            let mo = median(self.col(c, onset.clone()))?;
+            Some((mo - mr).abs() / scale(mr, sr))
+        };
+        let leading = (0..width).filter_map(onset_z).fold(0.0_f64, f64::max);
         let (mut moved, mut back) = (0usize, 0usize);
         let mut stable = Vec::new();
         let mut left_out = Vec::new();
@@ -513,8 +526,13 @@ impl RegimeTracker {
                 continue;
             };
             let shift = mt - mr;
-            if at_onset.is_some_and(|mo| (mo - mt).abs() <= shift.abs() / 4.0) {
-                return None; // where the run's onset put it: the fault holds
+            // Where the run's onset put it, and among the fault's leading evidence: the fault
+            // holds. A lesser column that stays where the onset put it, once the leading ones
+            // are back, is a level the fault left (fio drops its file's page cache as it
+            // opens it: the cache is 1 GB lower from the burst's first window on, for good).
+            let leads = onset_z(c).is_some_and(|z| z >= leading / LEADING_DIV);
+            if leads && at_onset.is_some_and(|mo| (mo - mt).abs() <= shift.abs() / 4.0) {
+                return None;
             }
             // Moving away, or swinging across its level: the fault is not over.
             let (level, left) = self.left_behind(c, tail, mr, s, mt)?;

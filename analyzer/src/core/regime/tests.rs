@@ -225,6 +225,40 @@ fn a_level_a_fault_leaves_behind_settles_in_ten_windows() {
 }
 
 #[test]
+fn a_lesser_column_that_stays_where_the_onset_put_it_is_a_level_the_fault_left() {
+    // Column 0 leads the fault (10 from 60 to 79, back at 80); column 1 falls by `drop` at the
+    // fault's first window and stays there. A drop of 3 is lesser evidence (fio dropping its
+    // file's page cache as it opens it): ten windows after the fault it is a level left
+    // behind. A drop of 8, as far as the leading column moved, staying is the fault holding.
+    let run = |drop: f64| {
+        let mut t = RegimeTracker::new(RegimeParams::default()).unwrap();
+        let mut noise = Noise(3);
+        let mut out = Vec::new();
+        for i in 0..200usize {
+            let a = if (60..80).contains(&i) { 10.0 } else { 0.0 };
+            let b = if i >= 60 { -drop } else { 0.0 };
+            let row = [a + noise.next(), b + noise.next(), noise.next()];
+            let w = RegimeWindow {
+                end_ms: 1000 * i as i64,
+                flagged: i >= 60,
+                row: &row,
+            };
+            if let Some(c) = t.observe(w) {
+                out.push((i, c));
+            }
+        }
+        out
+    };
+    let changes = run(3.0);
+    let (at, c) = changes.first().expect("settled");
+    assert!((80..=89).contains(at), "{changes:#?}");
+    assert!(c.settled);
+    assert_eq!(c.columns.iter().map(|l| l.column).collect::<Vec<_>>(), [1]);
+    assert_eq!(c.left_out.iter().map(|l| l.column).collect::<Vec<_>>(), [1]);
+    assert!(run(8.0).iter().all(|(_, c)| !c.settled), "{:#?}", run(8.0));
+}
+
+#[test]
 fn a_fault_that_goes_on_or_a_level_still_moving_does_not_settle() {
     // The fault holds its level: nothing is back, so only the regime rule (a minute) can
     // call it a new normal, from the fault's start.
