@@ -179,19 +179,33 @@ fn by_default_a_shift_must_hold_a_minute() {
 /// Feeds 200 windows: calm until 60, a fault in 60..80 (column 0 up by 10, column 1 down by
 /// 5), then `after(i)` gives (column 0, column 1) from window 80 on; flagged from 60 on.
 fn fault_then(after: impl Fn(usize) -> (f64, f64)) -> Vec<(usize, RegimeChange)> {
+    track(
+        |i| {
+            let (a, b) = match i {
+                0..=59 => (0.0, 0.0),
+                60..=79 => (10.0, -5.0),
+                _ => after(i),
+            };
+            [a, b, 0.0]
+        },
+        |i| i >= 60,
+    )
+}
+
+/// 200 windows of three columns, `level(i)` plus noise, flagged where `flagged(i)`, through a
+/// default tracker: the changes it reports, with the window that reported each.
+fn track(
+    level: impl Fn(usize) -> [f64; 3],
+    flagged: impl Fn(usize) -> bool,
+) -> Vec<(usize, RegimeChange)> {
     let mut t = RegimeTracker::new(RegimeParams::default()).unwrap();
     let mut noise = Noise(3);
     let mut out = Vec::new();
     for i in 0..200usize {
-        let (a, b) = match i {
-            0..=59 => (0.0, 0.0),
-            60..=79 => (10.0, -5.0),
-            _ => after(i),
-        };
-        let row = [a + noise.next(), b + noise.next(), noise.next()];
+        let row = level(i).map(|v| v + noise.next());
         let w = RegimeWindow {
             end_ms: 1000 * i as i64,
-            flagged: i >= 60,
+            flagged: flagged(i),
             row: &row,
         };
         if let Some(c) = t.observe(w) {
@@ -231,23 +245,13 @@ fn a_lesser_column_that_stays_where_the_onset_put_it_is_a_level_the_fault_left()
     // file's page cache as it opens it): ten windows after the fault it is a level left
     // behind. A drop of 8, as far as the leading column moved, staying is the fault holding.
     let run = |drop: f64| {
-        let mut t = RegimeTracker::new(RegimeParams::default()).unwrap();
-        let mut noise = Noise(3);
-        let mut out = Vec::new();
-        for i in 0..200usize {
-            let a = if (60..80).contains(&i) { 10.0 } else { 0.0 };
-            let b = if i >= 60 { -drop } else { 0.0 };
-            let row = [a + noise.next(), b + noise.next(), noise.next()];
-            let w = RegimeWindow {
-                end_ms: 1000 * i as i64,
-                flagged: i >= 60,
-                row: &row,
-            };
-            if let Some(c) = t.observe(w) {
-                out.push((i, c));
-            }
-        }
-        out
+        track(
+            |i| {
+                let a = if (60..80).contains(&i) { 10.0 } else { 0.0 };
+                [a, if i >= 60 { -drop } else { 0.0 }, 0.0]
+            },
+            |i| i >= 60,
+        )
     };
     let changes = run(3.0);
     let (at, c) = changes.first().expect("settled");
@@ -326,27 +330,17 @@ fn what_steps_away_in_a_faults_aftermath_is_left_out_too() {
     // memory hog). Within the aftermath it is left out as the fault's doing; the same step a
     // minute later is not the fault's, and is left to the detectors.
     let run = |step_at: usize| {
-        let mut t = RegimeTracker::new(RegimeParams::default()).unwrap();
-        let mut noise = Noise(3);
-        let mut out = Vec::new();
-        for i in 0..200usize {
-            let (a, b) = match i {
-                0..=59 => (0.0, 0.0),
-                60..=79 => (10.0, -5.0),
-                _ => (0.0, 8.0),
-            };
-            let c = if i >= step_at { 6.0 } else { 0.0 };
-            let row = [a + noise.next(), b + noise.next(), c + noise.next()];
-            let w = RegimeWindow {
-                end_ms: 1000 * i as i64,
-                flagged: (60..130).contains(&i),
-                row: &row,
-            };
-            if let Some(c) = t.observe(w) {
-                out.push((i, c));
-            }
-        }
-        out
+        track(
+            |i| {
+                let (a, b) = match i {
+                    0..=59 => (0.0, 0.0),
+                    60..=79 => (10.0, -5.0),
+                    _ => (0.0, 8.0),
+                };
+                [a, b, if i >= step_at { 6.0 } else { 0.0 }]
+            },
+            |i| (60..130).contains(&i),
+        )
     };
     let changes = run(92);
     assert_eq!(changes.len(), 2, "{changes:#?}");
