@@ -489,13 +489,21 @@ impl RegimeTracker {
         }
         let width = self.width();
         let mid = tail + p.settle / 2;
-        // How far the fault's first windows moved each column (in its reference scales).
+        // How far the fault's first windows moved each column (in its reference scales), and
+        // whether that scale is a real one: a column at exactly zero before the fault (an
+        // error counter) moves infinitely far by this measure, and would make every other
+        // column lesser evidence. Such a column still leads (its own move is that large);
+        // it only sets no bar for the others.
         let onset_z = |c: usize| {
             let (mr, sr) = mean_sd(self.col(c, 0..p.min_reference))?;
             let mo = median(self.col(c, onset.clone()))?;
-            Some((mo - mr).abs() / scale(mr, sr))
+            let s = scale(mr, sr);
+            Some(((mo - mr).abs() / s, s > f64::MIN_POSITIVE))
         };
-        let leading = (0..width).filter_map(onset_z).fold(0.0_f64, f64::max);
+        let leading = (0..width)
+            .filter_map(onset_z)
+            .filter(|&(_, real)| real)
+            .fold(0.0_f64, |m, (z, _)| m.max(z));
         let (mut moved, mut back) = (0usize, 0usize);
         let mut stable = Vec::new();
         let mut left_out = Vec::new();
@@ -530,7 +538,7 @@ impl RegimeTracker {
             // holds. A lesser column that stays where the onset put it, once the leading ones
             // are back, is a level the fault left (fio drops its file's page cache as it
             // opens it: the cache is 1 GB lower from the burst's first window on, for good).
-            let leads = onset_z(c).is_some_and(|z| z >= leading / LEADING_DIV);
+            let leads = onset_z(c).is_some_and(|(z, _)| z >= leading / LEADING_DIV);
             if leads && at_onset.is_some_and(|mo| (mo - mt).abs() <= shift.abs() / 4.0) {
                 return None;
             }

@@ -198,11 +198,26 @@ fn track(
     level: impl Fn(usize) -> [f64; 3],
     flagged: impl Fn(usize) -> bool,
 ) -> Vec<(usize, RegimeChange)> {
+    track_noisy([true; 3], level, flagged)
+}
+
+/// [`track`] with noise only on the columns `noisy` says.
+fn track_noisy(
+    noisy: [bool; 3],
+    level: impl Fn(usize) -> [f64; 3],
+    flagged: impl Fn(usize) -> bool,
+) -> Vec<(usize, RegimeChange)> {
     let mut t = RegimeTracker::new(RegimeParams::default()).unwrap();
     let mut noise = Noise(3);
     let mut out = Vec::new();
     for i in 0..200usize {
-        let row = level(i).map(|v| v + noise.next());
+        let mut row = level(i);
+        for (v, n) in row.iter_mut().zip(noisy) {
+            let e = noise.next();
+            if n {
+                *v += e;
+            }
+        }
         let w = RegimeWindow {
             end_ms: 1000 * i as i64,
             flagged: flagged(i),
@@ -260,6 +275,23 @@ fn a_lesser_column_that_stays_where_the_onset_put_it_is_a_level_the_fault_left()
     assert_eq!(c.columns.iter().map(|l| l.column).collect::<Vec<_>>(), [1]);
     assert_eq!(c.left_out.iter().map(|l| l.column).collect::<Vec<_>>(), [1]);
     assert!(run(8.0).iter().all(|(_, c)| !c.settled), "{:#?}", run(8.0));
+}
+
+#[test]
+fn a_counter_from_zero_does_not_make_a_fault_that_holds_lesser_evidence() {
+    // Column 0 steps by 6 at the fault and stays (every CPU still saturated); column 1, an
+    // error counter at exactly zero before the fault, jumps at its first windows and is back
+    // at 66. Measured in its reference scale its move is infinite; it must not make column
+    // 0 lesser evidence, or the fault would be taken as over while it holds.
+    let changes = track_noisy(
+        [true, false, true],
+        |i| {
+            let a = if i >= 60 { 6.0 } else { 0.0 };
+            [a, if (60..66).contains(&i) { 50.0 } else { 0.0 }, 0.0]
+        },
+        |i| i >= 60,
+    );
+    assert!(changes.iter().all(|(_, c)| !c.settled), "{changes:#?}");
 }
 
 #[test]
