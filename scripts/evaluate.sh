@@ -185,7 +185,7 @@ done
 FAULT_LIST=("${RUNNABLE[@]+"${RUNNABLE[@]}"}")
 [ "$(id -u)" = 0 ] || die "needs root: network namespace, veth and nftables"
 for t in prometheus stress-ng fio iperf3 nft ip ethtool taskset setsid curl python3 timeout; do
-  command -v "$t" >/dev/null || die "$t not found (apt-get install prometheus prometheus-alertmanager stress-ng fio iperf3 nftables iproute2 curl)"
+  command -v "$t" >/dev/null || die "$t not found (apt-get install prometheus prometheus-alertmanager stress-ng fio iperf3 nftables iproute2 ethtool curl)"
 done
 ALERTMANAGER="$(command -v prometheus-alertmanager || command -v alertmanager || true)"
 [ -n "$ALERTMANAGER" ] || die "alertmanager not found (apt-get install prometheus-alertmanager)"

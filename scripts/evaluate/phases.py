@@ -35,8 +35,8 @@ def replay(dir_, config, binary, phase):
     free = re.search(r"fault-free: (\d+) episodes in ([0-9.]+) min .*?, (\d+) of (\d+) windows", text)
     if out.returncode != 0 or not faults or not free:
         sys.exit("phases: replay of %s at phase %d failed:\n%s" % (dir_, phase, text[-2000:]))
-    # Per fault (by name and place in the run): alerted within 10 s and attributed.
-    # and, where alerted, seconds from its end until the episode closed (None: not closed).
+    # Per fault (by name and place in the run): alerted within 10 s and attributed; and, where
+    # alerted, seconds from its end until the episode closed (None: not closed).
     per_fault, resolves = [], []
     for row in re.finditer(r"^\| ([\w.]+) \| [\w/]+ \| ([^|]+) \| ([^|]+) \| [^|]* \| [^|]* \| ([^|]+) \|",
                            text, re.M):

@@ -500,14 +500,16 @@ impl RegimeTracker {
             let s = scale(mr, sr);
             Some(((mo - mr).abs() / s, s > f64::MIN_POSITIVE))
         };
-        let leading = (0..width)
-            .filter_map(onset_z)
-            .filter(|&(_, real)| real)
-            .fold(0.0_f64, |m, (z, _)| m.max(z));
+        let onset_z: Vec<Option<(f64, bool)>> = (0..width).map(onset_z).collect();
+        let leading = onset_z
+            .iter()
+            .flatten()
+            .filter(|&&(_, real)| real)
+            .fold(0.0_f64, |m, &(z, _)| m.max(z));
         let (mut moved, mut back) = (0usize, 0usize);
         let mut stable = Vec::new();
         let mut left_out = Vec::new();
-        for c in 0..width {
+        for (c, oz) in onset_z.iter().enumerate() {
             let Some((mr, sr)) = mean_sd(self.col(c, 0..p.min_reference)) else {
                 continue;
             };
@@ -538,7 +540,7 @@ impl RegimeTracker {
             // holds. A lesser column that stays where the onset put it, once the leading ones
             // are back, is a level the fault left (fio drops its file's page cache as it
             // opens it: the cache is 1 GB lower from the burst's first window on, for good).
-            let leads = onset_z(c).is_some_and(|(z, _)| z >= leading / LEADING_DIV);
+            let leads = oz.is_some_and(|(z, _)| z >= leading / LEADING_DIV);
             if leads && at_onset.is_some_and(|mo| (mo - mt).abs() <= shift.abs() / 4.0) {
                 return None;
             }
