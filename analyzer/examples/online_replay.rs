@@ -6,7 +6,8 @@
 //! Times are Unix seconds; the baseline is learned on (LEARN_FROM, SCORE_FROM]. Episodes are
 //! formed as the service forms them (`analysis.episodes`), and printed as `EPISODE` lines:
 //! opened, joined by a subsystem (the service then alerts on that subsystem too) and closed
-//! at the end of which window, and on which subsystems.
+//! at the end of which window, and on which subsystems; an opened episode's remediation hints
+//! follow as `HINT` lines.
 
 use prometheus_client::registry::Registry;
 use reveal_analyzer::config::Config;
@@ -91,6 +92,9 @@ async fn main() -> anyhow::Result<()> {
                                 ep.subsystems.join(","),
                                 ep.summary
                             );
+                            for (sub, hint) in &ep.hints {
+                                println!("HINT {} {sub}: {hint}", w.host);
+                            }
                         }
                         Some(Event::Closed(ep)) => println!(
                             "EPISODE close {} {} {} [{}]",

@@ -104,6 +104,20 @@ impl Feature {
         }
     }
 
+    /// Whether the feature says where the channel's level is (its mean, extremes, trend
+    /// intercept, event count), so that its sign is the direction the channel moved; a spread
+    /// or shape (standard deviation, kurtosis, autocorrelation) that rose says nothing of it.
+    pub fn is_level(self) -> bool {
+        matches!(
+            self,
+            Feature::Mean
+                | Feature::Minimum
+                | Feature::Maximum
+                | Feature::LinearTrendIntercept
+                | Feature::SumValues
+        )
+    }
+
     /// tsfresh's column name for a series of kind `value`: `value__variance`.
     pub fn tsfresh_name(self) -> String {
         format!("value__{}", self.suffix())

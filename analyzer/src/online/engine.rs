@@ -656,6 +656,33 @@ fn channel_ids(layout: &[Col]) -> Vec<usize> {
         .collect()
 }
 
+/// Which way the channel of evidence `col` (deviation `z`) moved in the window `x`, for its
+/// remediation hint: a level feature's own sign; for a spread or shape (one flow where there
+/// were two: the transmit rate's standard deviation rose while the rate fell), the sign of the
+/// channel's mean level (event count for an event channel) as a detector's own scaling
+/// measures it; the feature's own sign when no detector says.
+fn level_moved_up(
+    col: &Col,
+    z: f64,
+    x: ndarray::ArrayView1<f64>,
+    f: &Fitted,
+    layout: &[Col],
+) -> bool {
+    if col.feature.is_level() {
+        return z >= 0.0;
+    }
+    [Feature::Mean, Feature::SumValues]
+        .iter()
+        .find_map(|&level| {
+            let j = layout
+                .iter()
+                .position(|c| c.channel == col.channel && c.feature == level)?;
+            let v = *x.get(j)?;
+            f.detectors.iter().find_map(|d| d.model.deviation(j, v))
+        })
+        .map_or(z >= 0.0, |d| d >= 0.0)
+}
+
 fn score_window(
     host: &str,
     end_ms: i64,
@@ -725,7 +752,8 @@ fn score_window(
     let mut hints: Vec<(String, String)> = Vec::new();
     for (sub, c, col, z) in ranked {
         if !by_subsystem.iter().any(|(s, _)| *s == sub) {
-            if let Some(h) = crate::core::hints::hint(&sub, &col.channel, z >= 0.0) {
+            let up = level_moved_up(col, z, x.view(), f, layout);
+            if let Some(h) = crate::core::hints::hint(&sub, &col.channel, up) {
                 hints.push((sub.clone(), h));
             }
             by_subsystem.push((sub, c));

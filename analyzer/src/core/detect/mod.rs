@@ -133,6 +133,14 @@ pub trait Detector: Send + Sync + std::fmt::Debug {
     /// Per column: used, or left out and why.
     fn columns(&self) -> &[ColumnStatus];
 
+    /// Signed deviation of raw value `v` of column `column` from the baseline centre, in the
+    /// scaling of the baseline's columns alone (positive: above); `None` where the model
+    /// keeps no such scaling or leaves the column out. Says which way a channel's level
+    /// moved when the evidence is its spread or shape.
+    fn deviation(&self, _column: usize, _v: f64) -> Option<f64> {
+        None
+    }
+
     /// Whether the window is flagged.
     fn flags(&self, x: ArrayView1<f64>) -> bool {
         self.score(x) > self.threshold()

@@ -550,3 +550,29 @@ fn an_episode_restored_for_a_host_that_never_returns_ends() {
     assert!(matches!(s.ended.as_slice(), [Event::Closed(c)] if c.instance == "gone:1"));
     assert!(e.open_episodes().is_empty());
 }
+
+#[test]
+fn a_hint_follows_the_channels_level_when_the_evidence_is_its_spread() {
+    // One flow where there were two: the transmit rate fell and its spread rose. The hint
+    // must read the move as a fall (a per-flow limit), not as more traffic.
+    let col = |feature| Col {
+        channel: "tx_bytes".into(),
+        feature,
+        subsystem: Subsystem::Network,
+        kind: Kind::Dynamic,
+        least: 0.0,
+    };
+    let layout = vec![col(Feature::Mean), col(Feature::StandardDeviation)];
+    let mut seed = 7;
+    let x = Array2::from_shape_fn((600, 2), |(_, j)| {
+        [100.0, 5.0][j] + [10.0, 1.0][j] * noise(&mut seed)
+    });
+    let f = crate::core::fit::fit(x.view(), 1, 0).expect("fit");
+    let fell = Array1::from(vec![50.0, 20.0]);
+    let rose = Array1::from(vec![150.0, 20.0]);
+    // The spread is far above its baseline either way: its own sign says "up".
+    assert!(!level_moved_up(&layout[1], 15.0, fell.view(), &f, &layout));
+    assert!(level_moved_up(&layout[1], 15.0, rose.view(), &f, &layout));
+    // A level feature's own sign is the direction.
+    assert!(!level_moved_up(&layout[0], -8.0, rose.view(), &f, &layout));
+}

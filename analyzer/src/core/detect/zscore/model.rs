@@ -135,6 +135,14 @@ impl Detector for ZScoreModel {
     fn columns(&self) -> &[ColumnStatus] {
         self.std.status()
     }
+
+    fn deviation(&self, column: usize, v: f64) -> Option<f64> {
+        let Standardizer::Marginal(scaler) = &self.std else {
+            return None;
+        };
+        let k = scaler.used().binary_search(&column).ok()?;
+        v.is_finite().then(|| scaler.z(k, v))
+    }
 }
 
 #[cfg(test)]
