@@ -11,7 +11,7 @@
 //! quarter of a short baseline alone is close to that quarter's maximum, and one new window
 //! in a dozen would exceed it.
 
-use ndarray::{Array2, ArrayView2, Axis};
+use ndarray::{Array2, ArrayView2, Axis, CowArray};
 
 use crate::core::detect::{percentile, Detector, DetectorsConfig, Fit};
 
@@ -185,82 +185,38 @@ pub fn fit_with_alerts(
     at_ms: i64,
     baseline: Baseline,
 ) -> Result<Fitted, NotFitted> {
-    let is_alerted = |i: usize| alerted.get(i).copied().unwrap_or(false);
     let set = set.clone().seed(seed);
+    // The three detectors share nothing but the baseline, so they are fitted side by side
+    // (one thread each where the machine has more than one CPU); the results, and their
+    // order, are the same either way.
+    let parallel = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
+    let results: Vec<Result<Calibrated, String>> = if parallel {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = DETECTORS
+                .iter()
+                .map(|&name| {
+                    let set = &set;
+                    s.spawn(move || calibrate(set, name, x, alerted, baseline))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        })
+    } else {
+        DETECTORS
+            .iter()
+            .map(|&name| calibrate(&set, name, x, alerted, baseline))
+            .collect()
+    };
     let mut detectors: Vec<Calibrated> = Vec::new();
     let mut not_fitted = Vec::new();
-    for name in DETECTORS {
-        let first = match fit_one(&set, name, x) {
-            Ok(m) => m,
-            Err(e) => {
-                not_fitted.push((name, e.to_string()));
-                continue;
-            }
-        };
-        let all: Vec<usize> = (0..x.nrows()).collect();
-        let (model, base, kept) = if set.trim {
-            let keep = trimmed_rows(&first.score_many(x).to_vec());
-            if keep.len() < x.nrows() {
-                let kept = x.select(Axis(0), &keep);
-                match fit_one(&set, name, kept.view()) {
-                    Ok(m) => (m, kept, keep),
-                    Err(_) => (first, x.to_owned(), all),
-                }
-            } else {
-                (first, x.to_owned(), all)
-            }
-        } else {
-            (first, x.to_owned(), all)
-        };
-        // Scores of the alert's windows set no held bar (NaN ends a held stretch).
-        let unheld = |mut v: Vec<f64>| {
-            for (s, &i) in v.iter_mut().zip(&kept) {
-                if is_alerted(i) {
-                    *s = f64::NAN;
-                }
-            }
-            v
-        };
-        // Out-of-sample calibration: each baseline window's score by a model fitted on the
-        // other folds (NaN where none could be fitted), and those models' in-sample scores.
-        let mut unseen = vec![f64::NAN; base.nrows()];
-        let mut seen = Vec::new();
-        if baseline == Baseline::Trailing {
-            let fold = folds(base.nrows());
-            for f in 0..FOLDS {
-                let calib: Vec<usize> = (0..base.nrows()).filter(|&i| fold[i] == f).collect();
-                let train = rows(base.view(), &fold, |g| g != f);
-                if calib.is_empty() || train.nrows() < 2 {
-                    continue;
-                }
-                if let Ok(m) = fit_one(&set, name, train.view()) {
-                    let scores = m.score_many(base.select(Axis(0), &calib).view());
-                    for (&i, &s) in calib.iter().zip(scores.iter()) {
-                        unseen[i] = s;
-                    }
-                    seen.extend(m.score_many(train.view()).iter().copied());
-                }
-            }
+    for (name, r) in DETECTORS.iter().zip(results) {
+        match r {
+            Ok(c) => detectors.push(c),
+            Err(e) => not_fitted.push((*name, e)),
         }
-        let held_out: Vec<f64> = unseen.iter().copied().filter(|v| v.is_finite()).collect();
-        let gap = out_of_sample_gap(&seen, &held_out);
-        let threshold =
-            (model.threshold() * gap).max(percentile(&held_out, OUT_OF_SAMPLE_PERCENTILE));
-        // The held bar: the most the trimmed baseline's scores held over `hold` consecutive
-        // windows (their minimum there), itself trimmed ([`most_held`]), raised by the same
-        // gap, and at least the 99th percentile of the same out of sample (trimmed too); none
-        // on a short baseline ([`HELD_MIN_BLOCKS`]). The most, not a percentile: a held score
-        // varies little, and its 99th percentile sits just above the host's ordinary level.
-        let own = held_scores(&unheld(model.score_many(base.view()).to_vec()), set.hold);
-        let held = (set.hold >= 2 && own.len() >= HELD_MIN_BLOCKS * set.hold).then(|| {
-            let unseen = held_scores(&unheld(unseen), set.hold);
-            (most_held(&own) * gap).max(percentile(&trimmed(&unseen), OUT_OF_SAMPLE_PERCENTILE))
-        });
-        detectors.push(Calibrated {
-            model,
-            threshold,
-            held,
-        });
     }
     if detectors.is_empty() {
         return Err(NotFitted(not_fitted));
@@ -271,6 +227,83 @@ pub fn fit_with_alerts(
         at_ms,
         hold: set.hold,
         not_fitted,
+    })
+}
+
+/// One detector of `set` fitted on `x` (trimmed when the set trims), with its bars
+/// ([`fit_with_alerts`]); why not, when it cannot be fitted.
+fn calibrate(
+    set: &DetectorsConfig,
+    name: &'static str,
+    x: ArrayView2<f64>,
+    alerted: &[bool],
+    baseline: Baseline,
+) -> Result<Calibrated, String> {
+    let is_alerted = |i: usize| alerted.get(i).copied().unwrap_or(false);
+    let first = fit_one(set, name, x).map_err(|e| e.to_string())?;
+    let all: Vec<usize> = (0..x.nrows()).collect();
+    // The baseline the model ends up fitted on: `x` itself (not copied) or its trimmed rows.
+    let (model, base, kept) = if set.trim {
+        let keep = trimmed_rows(&first.score_many(x).to_vec());
+        if keep.len() < x.nrows() {
+            let kept = x.select(Axis(0), &keep);
+            match fit_one(set, name, kept.view()) {
+                Ok(m) => (m, CowArray::from(kept), keep),
+                Err(_) => (first, CowArray::from(x), all),
+            }
+        } else {
+            (first, CowArray::from(x), all)
+        }
+    } else {
+        (first, CowArray::from(x), all)
+    };
+    // Scores of the alert's windows set no held bar (NaN ends a held stretch).
+    let unheld = |mut v: Vec<f64>| {
+        for (s, &i) in v.iter_mut().zip(&kept) {
+            if is_alerted(i) {
+                *s = f64::NAN;
+            }
+        }
+        v
+    };
+    // Out-of-sample calibration: each baseline window's score by a model fitted on the
+    // other folds (NaN where none could be fitted), and those models' in-sample scores.
+    let mut unseen = vec![f64::NAN; base.nrows()];
+    let mut seen = Vec::new();
+    if baseline == Baseline::Trailing {
+        let fold = folds(base.nrows());
+        for f in 0..FOLDS {
+            let calib: Vec<usize> = (0..base.nrows()).filter(|&i| fold[i] == f).collect();
+            let train = rows(base.view(), &fold, |g| g != f);
+            if calib.is_empty() || train.nrows() < 2 {
+                continue;
+            }
+            if let Ok(m) = fit_one(set, name, train.view()) {
+                let scores = m.score_many(base.select(Axis(0), &calib).view());
+                for (&i, &s) in calib.iter().zip(scores.iter()) {
+                    unseen[i] = s;
+                }
+                seen.extend(m.score_many(train.view()).iter().copied());
+            }
+        }
+    }
+    let held_out: Vec<f64> = unseen.iter().copied().filter(|v| v.is_finite()).collect();
+    let gap = out_of_sample_gap(&seen, &held_out);
+    let threshold = (model.threshold() * gap).max(percentile(&held_out, OUT_OF_SAMPLE_PERCENTILE));
+    // The held bar: the most the trimmed baseline's scores held over `hold` consecutive
+    // windows (their minimum there), itself trimmed ([`most_held`]), raised by the same
+    // gap, and at least the 99th percentile of the same out of sample (trimmed too); none
+    // on a short baseline ([`HELD_MIN_BLOCKS`]). The most, not a percentile: a held score
+    // varies little, and its 99th percentile sits just above the host's ordinary level.
+    let own = held_scores(&unheld(model.score_many(base.view()).to_vec()), set.hold);
+    let held = (set.hold >= 2 && own.len() >= HELD_MIN_BLOCKS * set.hold).then(|| {
+        let unseen = held_scores(&unheld(unseen), set.hold);
+        (most_held(&own) * gap).max(percentile(&trimmed(&unseen), OUT_OF_SAMPLE_PERCENTILE))
+    });
+    Ok(Calibrated {
+        model,
+        threshold,
+        held,
     })
 }
 

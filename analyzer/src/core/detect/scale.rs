@@ -103,7 +103,7 @@ impl Scaler {
         let mut status = Vec::with_capacity(x.ncols());
         let (mut used, mut center, mut scale) = (Vec::new(), Vec::new(), Vec::new());
         let mut buf = Vec::with_capacity(n);
-        let mut sorted = Vec::with_capacity(n);
+        let mut scratch = Vec::with_capacity(n);
         let bulk = scaling == Scaling::Bulk;
         let mut scale_lo = Vec::new();
         for (j, col) in x.axis_iter(Axis(1)).enumerate() {
@@ -115,9 +115,8 @@ impl Scaler {
                 continue;
             }
             if bulk {
-                sorted.clear();
-                sorted.extend_from_slice(&buf);
-                sorted.sort_unstable_by(f64::total_cmp);
+                scratch.clear();
+                scratch.extend_from_slice(&buf);
             }
             let (c, s, lo) = match scaling {
                 Scaling::Standard => {
@@ -128,7 +127,7 @@ impl Scaler {
                     let (c, s) = median_spread(&mut buf);
                     (c, s, s)
                 }
-                Scaling::Bulk => bulk_spread(&sorted, &mut buf, col),
+                Scaling::Bulk => bulk_spread(&mut scratch, &mut buf, col),
             };
             let floor = floors.map_or(Floor::default(), |f| f[j]);
             let moved = s > RELATIVE_NOISE * c.abs();
@@ -244,18 +243,15 @@ fn mean_std(v: &[f64]) -> (f64, f64) {
     (mean, var.sqrt())
 }
 
-/// `Scaling::Bulk`: the median, and the scale above and below it (see the variant). `sorted`
-/// holds the column's finite values in order; `buf` the same values (it is reordered);
-/// `col` the column in time order.
-fn bulk_spread(sorted: &[f64], buf: &mut [f64], col: ArrayView1<f64>) -> (f64, f64, f64) {
+/// `Scaling::Bulk`: the median, and the scale above and below it (see the variant).
+/// `values` and `buf` each hold the column's finite values (both are reordered); `col` the
+/// column in time order.
+fn bulk_spread(values: &mut [f64], buf: &mut [f64], col: ArrayView1<f64>) -> (f64, f64, f64) {
     let (med, mad) = median_spread(buf);
-    let n = sorted.len();
-    let at = |q: f64| {
-        let pos = q * (n - 1) as f64;
-        let (i, f) = (pos.floor() as usize, pos.fract());
-        sorted[i] + (sorted[(i + 1).min(n - 1)] - sorted[i]) * f
-    };
-    let (hi, lo) = (at(BULK_QUANTILE), at(1.0 - BULK_QUANTILE));
+    let (hi, lo) = (
+        quantile_by_selection(values, BULK_QUANTILE),
+        quantile_by_selection(values, 1.0 - BULK_QUANTILE),
+    );
     // A level the baseline reached on `RECURRING` separate occasions is routine, however
     // few windows each lasted (a write-back every few minutes): the bulk reaches it too.
     let hi = hi.max(recurring_peak(col, hi, 1.0).unwrap_or(hi));
@@ -267,6 +263,22 @@ fn bulk_spread(sorted: &[f64], buf: &mut [f64], col: ArrayView1<f64>) -> (f64, f
     }
     let level = LEVEL_RESOLUTION * med.abs();
     (med, mad.max(up).max(level), mad.max(down).max(level))
+}
+
+/// The `q` quantile of the non-empty `v` with linear interpolation between the two order
+/// statistics around it (numpy's default), found by selection rather than a sort: the fit
+/// takes two quantiles of every column of the baseline, and sorting each column was the
+/// largest cost of fitting a wide host. Reorders `v`.
+fn quantile_by_selection(v: &mut [f64], q: f64) -> f64 {
+    let pos = q * (v.len() - 1) as f64;
+    let (i, f) = (pos.floor() as usize, pos.fract());
+    let (_, &mut below, above) = v.select_nth_unstable_by(i, f64::total_cmp);
+    let next = above
+        .iter()
+        .copied()
+        .min_by(f64::total_cmp)
+        .unwrap_or(below);
+    below + (next - below) * f
 }
 
 /// Separate excursions a level must have reached to count as routine (`Scaling::Bulk`).
@@ -289,9 +301,10 @@ fn recurring_peak(col: ArrayView1<f64>, level: f64, sign: f64) -> Option<f64> {
     if peaks.len() < RECURRING {
         return None;
     }
-    // Largest excursions first (lowest first below the level).
-    peaks.sort_by(|a, b| (sign * b).total_cmp(&(sign * a)));
-    Some(peaks[RECURRING - 1])
+    // The RECURRING-th largest excursion (lowest, below the level).
+    let (_, &mut peak, _) =
+        peaks.select_nth_unstable_by(RECURRING - 1, |a, b| (sign * b).total_cmp(&(sign * a)));
+    Some(peak)
 }
 
 /// Median and a robust σ estimate; reorders `v`.
@@ -344,6 +357,36 @@ pub(crate) use crate::core::stats::median;
 mod tests {
     use super::*;
     use ndarray::array;
+
+    #[test]
+    fn quantiles_by_selection_are_the_sorted_ones() {
+        // Ties, negative zero, extremes: the same value as interpolating the sorted column.
+        let mut seed = 11u64;
+        for n in [1usize, 2, 3, 50, 1800] {
+            let v: Vec<f64> = (0..n)
+                .map(|i| {
+                    seed = seed
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    match i % 7 {
+                        0 => 0.0,
+                        1 => -0.0,
+                        2 => 1e300,
+                        _ => ((seed >> 33) % 100) as f64 - 50.0,
+                    }
+                })
+                .collect();
+            let mut sorted = v.clone();
+            sorted.sort_unstable_by(f64::total_cmp);
+            for q in [0.0, 0.02, 0.25, 0.5, 0.98, 1.0] {
+                let pos = q * (n - 1) as f64;
+                let (i, f) = (pos.floor() as usize, pos.fract());
+                let want = sorted[i] + (sorted[(i + 1).min(n - 1)] - sorted[i]) * f;
+                let got = quantile_by_selection(&mut v.clone(), q);
+                assert_eq!(got.to_bits(), want.to_bits(), "n {n}, q {q}");
+            }
+        }
+    }
 
     #[test]
     fn extreme_deviations_keep_their_order() {
