@@ -495,8 +495,14 @@ fn observe_regime(
 /// until [`LEFT_OUT_MS`] has passed and the baseline is refitted on a trailing history that
 /// holds the new level ([`expire_left_out`]). The baseline is never cut to the new regime:
 /// its first windows are an alert's, and a fault among them would set every bar.
-fn regime_changed(host_name: &str, host: &HostState, change: RegimeChange) -> RegimeEvent {
+fn regime_changed(host_name: &str, host: &HostState, mut change: RegimeChange) -> RegimeEvent {
     let layout = &host.layout;
+    // The report says features "moved to a new level": its columns name levels first (a
+    // mean, an extreme, a count), each group still by the size of its shift. After a memory
+    // hog the largest shift was memory utilization's mean absolute change, a spread.
+    change
+        .columns
+        .sort_by_key(|c| !layout.get(c.column).is_some_and(|l| l.feature.is_level()));
     let name = |j: usize| {
         layout.get(j).map_or_else(String::new, |c| {
             format!("{}__{}", c.channel, c.feature.suffix())

@@ -576,3 +576,48 @@ fn a_hint_follows_the_channels_level_when_the_evidence_is_its_spread() {
     // A level feature's own sign is the direction.
     assert!(!level_moved_up(&layout[0], -8.0, rose.view(), &f, &layout));
 }
+
+#[test]
+fn a_regime_report_names_a_level_first() {
+    // The spread of memory utilization moved most, its mean less: the report says features
+    // "moved to a new level", so it names the mean.
+    let col = |feature| Col {
+        channel: "mem_util".into(),
+        feature,
+        subsystem: Subsystem::Memory,
+        kind: Kind::Dynamic,
+        least: 0.0,
+    };
+    let host = HostState {
+        layout: vec![col(Feature::MeanAbsChange), col(Feature::Mean)],
+        ..HostState::default()
+    };
+    let shifted = |column, z| crate::core::regime::ShiftedColumn {
+        column,
+        before: 1.0,
+        after: 2.0,
+        z,
+    };
+    let change = RegimeChange {
+        start_ms: 0,
+        detected_ms: 60_000,
+        windows: 60,
+        flagged: 0,
+        columns: vec![shifted(0, 9.0), shifted(1, 5.0)],
+        shifted: 2,
+        settled: false,
+        left_out: Vec::new(),
+    };
+    let ev = regime_changed("h:1", &host, change);
+    assert!(
+        ev.summary.contains("(largest: mem_util__mean,"),
+        "{}",
+        ev.summary
+    );
+    assert_eq!(ev.change.columns[0].column, 1);
+    assert!(
+        ev.description.starts_with("mem_util__mean:"),
+        "{}",
+        ev.description
+    );
+}
