@@ -551,17 +551,22 @@ fn an_episode_restored_for_a_host_that_never_returns_ends() {
     assert!(e.open_episodes().is_empty());
 }
 
+/// A layout column of a dynamic channel.
+fn dynamic_col(channel: &str, feature: Feature, subsystem: Subsystem) -> Col {
+    Col {
+        channel: channel.into(),
+        feature,
+        subsystem,
+        kind: Kind::Dynamic,
+        least: 0.0,
+    }
+}
+
 #[test]
 fn a_hint_follows_the_channels_level_when_the_evidence_is_its_spread() {
     // One flow where there were two: the transmit rate fell and its spread rose. The hint
     // must read the move as a fall (a per-flow limit), not as more traffic.
-    let col = |feature| Col {
-        channel: "tx_bytes".into(),
-        feature,
-        subsystem: Subsystem::Network,
-        kind: Kind::Dynamic,
-        least: 0.0,
-    };
+    let col = |feature| dynamic_col("tx_bytes", feature, Subsystem::Network);
     let layout = vec![col(Feature::Mean), col(Feature::StandardDeviation)];
     let mut seed = 7;
     let x = Array2::from_shape_fn((600, 2), |(_, j)| {
@@ -581,13 +586,7 @@ fn a_hint_follows_the_channels_level_when_the_evidence_is_its_spread() {
 fn a_regime_report_names_a_level_first() {
     // The spread of memory utilization moved most, its mean less: the report says features
     // "moved to a new level", so it names the mean.
-    let col = |feature| Col {
-        channel: "mem_util".into(),
-        feature,
-        subsystem: Subsystem::Memory,
-        kind: Kind::Dynamic,
-        least: 0.0,
-    };
+    let col = |feature| dynamic_col("mem_util", feature, Subsystem::Memory);
     let host = HostState {
         layout: vec![col(Feature::MeanAbsChange), col(Feature::Mean)],
         ..HostState::default()
