@@ -12,7 +12,10 @@
 //! - a source answering junk and 5xx: the analyzer stays up, healthy, not ready;
 //! - Prometheus not yet up when the analyzer starts: its expressions cannot be checked, which
 //!   does not stop the start; it waits, healthy and not ready, counting failed queries, and
-//!   learns and analyzes once Prometheus answers.
+//!   learns and analyzes once Prometheus answers;
+//! - Prometheus up but empty when the analyzer starts, its history written later: the
+//!   history is read again each pass until it holds series, so the baseline fills from it
+//!   rather than from a live warm-up.
 
 mod synth;
 
@@ -335,6 +338,42 @@ fn prometheus_down_at_start_is_waited_for() {
         "{}",
         an.logs()
     );
+    stop.store(true, Ordering::Relaxed);
+    feeder.join().unwrap();
+}
+
+#[test]
+fn history_that_reaches_an_empty_prometheus_late_still_fills_the_baseline() {
+    if prometheus::available().is_none() {
+        return;
+    }
+    // A Prometheus that answers but holds no series yet: just started, its first remote
+    // write not yet in. The four minutes of history arrive after the analyzer has read it.
+    let prom = Prom::start();
+    let hook = Recorder::start();
+    let an = Analyzer::start(&config(&prom.url(), &hook.url()));
+    wait(
+        "a pass over the empty Prometheus",
+        Duration::from_secs(30),
+        || an.logs().contains("metric-set entries return no series"),
+        || an.logs(),
+    );
+    assert_eq!(an.status("/-/ready"), 503);
+    let stop = Arc::new(AtomicBool::new(false));
+    let feeder = feed(
+        format!("{}/api/v1/write", prom.url()),
+        Arc::new(AtomicBool::new(false)),
+        stop.clone(),
+    );
+    // The history is learned once it is there: ready well before the two minutes a live
+    // warm-up would take.
+    wait(
+        "ready from the late history",
+        Duration::from_secs(60),
+        || an.status("/-/ready") == 200,
+        || an.logs(),
+    );
+    assert!(an.logs().contains("history learned"), "{}", an.logs());
     stop.store(true, Ordering::Relaxed);
     feeder.join().unwrap();
 }

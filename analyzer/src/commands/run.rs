@@ -150,11 +150,17 @@ impl Service {
             after = oldest;
         }
         if !self.learned {
-            if let Err(e) = self.learn_history(oldest, after).await {
-                self.fetch_failed(e).await;
-                return;
+            match self.learn_history(oldest, after).await {
+                Err(e) => {
+                    self.fetch_failed(e).await;
+                    return;
+                }
+                // A source that has no series yet (a Prometheus that has just come up and
+                // not yet taken the first scrape or remote write) is read again next pass,
+                // so history that arrives late still fills the baseline.
+                Ok(0) => {}
+                Ok(_) => self.learned = true,
             }
-            self.learned = true;
         }
         let hosts = match self.fetch(after, target).await {
             Ok(h) => h,
@@ -299,10 +305,12 @@ impl Service {
     /// time so a long baseline never sits in memory as raw samples. A chunk that fails (a
     /// store too slow to answer a minute of many hosts within the timeout) is asked for again
     /// in halves, down to 5 s, before the pass fails.
-    async fn learn_history(&mut self, from: i64, until: i64) -> Result<(), SourceError> {
+    /// Returns how many host matrices the history held.
+    async fn learn_history(&mut self, from: i64, until: i64) -> Result<usize, SourceError> {
         const MIN_CHUNK_MS: i64 = 5_000;
         let mut chunk = 60_000;
         let mut a = from;
+        let mut seen = 0;
         while a < until {
             let b = (a + chunk).min(until);
             let fetched = match self.fetch(a, b).await {
@@ -319,6 +327,7 @@ impl Service {
                 }
                 Err(e) => return Err(e),
             };
+            seen += fetched.len();
             for m in fetched {
                 let spans: Vec<(i64, i64)> = self
                     .checkpoint
@@ -331,13 +340,17 @@ impl Service {
             }
             a = b;
         }
+        if seen == 0 {
+            tracing::debug!("the source holds no history yet; read again next pass");
+            return Ok(0);
+        }
         let st = self.engine.status();
         tracing::info!(
             baseline_windows = st.baseline_windows,
             warming_up = st.warming_up,
             "history learned"
         );
-        Ok(())
+        Ok(seen)
     }
 
     /// The wall clock is `behind_ms` behind the last analyzed window: it stepped back. No
