@@ -169,6 +169,15 @@ impl Service {
                 return;
             }
         };
+        // Series arrived between the history's reading and now: the history is read once
+        // more before these windows are analyzed, and not after (it would learn them twice).
+        if !self.learned && !hosts.is_empty() {
+            if let Err(e) = self.learn_history(oldest, after).await {
+                self.fetch_failed(e).await;
+                return;
+            }
+            self.learned = true;
+        }
         self.watch_empty_entries();
         if let Input::Prometheus(p) = &self.input {
             for w in &p.last_warnings {
