@@ -2,6 +2,7 @@
 """How the analyzer's cost grows with the hosts it follows: N = 10, 100, 500 generated hosts.
 
     scripts/scale_bench.py [--hosts 10,100,500] [--baseline 3m] [--passes 40] [--compare]
+                           [--refit-every 10s --compare-fit]
                            [--template exporter/tests/golden/vm-debian.prom] [--out DIR]
 
 For each N: a fresh Prometheus 2.42 (remote-write receiver on, loopback, its own data
@@ -17,6 +18,13 @@ Prints a table (and writes DIR/results.md and DIR/N.json): per-pass wall time an
 analyzer CPU per pass and per host, hosts per core, lag (delay + pass time, when a pass fits
 in a stride), memory per host, fit time per host, query bytes and Prometheus CPU per pass,
 faults found, cross-host findings.
+
+With --compare-fit the passes are paced (one per second of real time, as the service runs
+them) and each N runs twice on the same data: refits fitted inline, holding their pass back,
+then in the background as the service fits them; a second table gives per mode the refits
+during the passes, the pass wall time (p50, p99, max) and the passes longer than a stride.
+--refit-every sets `analysis.refit_every` (the deploy default is 5m: use a few seconds so
+refits fall inside the passes).
 
 Build first: cargo build --release -p reveal-analyzer --example cluster_load --example cluster_bench
 It asserts nothing (a measurement, like the benchmarks); docs/benchmarks.md has its figures.
@@ -104,6 +112,8 @@ def run_one(args, n, out):
         text = re.sub(r"(?m)^    url: .*$", "    url: %s\n    timeout: 60s" % url, text, count=1)
         text = text.split("\noutputs:")[0]
         text += "\nanalysis:\n  baseline: %s\n  warmup: %s\n" % (args.baseline, args.baseline)
+        if args.refit_every:
+            text += "  refit_every: %s\n" % args.refit_every
         with open(config, "w") as f:
             f.write(text)
         faults = os.path.join(out, "faults-%d.jsonl" % n)
@@ -124,8 +134,13 @@ def run_one(args, n, out):
         results = []
         # With --compare, first as the analyzer fetched before it kept its answers, then as now,
         # on the same data.
-        for whole in ([True, False] if args.compare else [False]):
-            env = dict(os.environ, REVEAL_BENCH_WHOLE_SPAN="1" if whole else "0")
+        runs = [(True, False), (False, False)] if args.compare else [(False, False)]
+        if args.compare_fit:
+            runs = [(False, True), (False, False)]
+        for whole, inline in runs:
+            env = dict(os.environ, REVEAL_BENCH_WHOLE_SPAN="1" if whole else "0",
+                       REVEAL_BENCH_INLINE_FIT="1" if inline else "0",
+                       REVEAL_BENCH_PACE="1" if args.compare_fit else "0")
             bench = subprocess.run(
                 [os.path.join(EXAMPLES, "cluster_bench"), config, str(learn_from),
                  str(score_from), str(args.passes), faults],
@@ -154,6 +169,10 @@ def main():
     ap.add_argument("--compare", action="store_true",
                     help="also run each N with every pass asking for its whole span (as before "
                          "the analyzer kept its answers), on the same data")
+    ap.add_argument("--refit-every", default=None,
+                    help="analysis.refit_every for the run (e.g. 10s)")
+    ap.add_argument("--compare-fit", action="store_true",
+                    help="paced passes, refits inline then in the background, on the same data")
     args = ap.parse_args()
     for b in ("cluster_load", "cluster_bench"):
         if not os.path.exists(os.path.join(EXAMPLES, b)):
@@ -184,6 +203,14 @@ def main():
             r["mb_per_host"], r["fit_cpu_s_per_host"], r["query_bytes_per_pass"] / 1e6,
             r["store_cpu_s_per_pass"], r["faults_found"], r["faults_due"],
             ", ".join(r["deviations"]) or "none"))
+    if args.compare_fit:
+        lines += ["", "| hosts | refits | refits during the passes | pass wall s (p50 / p99 / max) "
+                  "| passes longer than a stride |", "|" + " --- |" * 5]
+        for r in rows:
+            lines.append("| %d | %s | %d | %.3f / %.3f / %.3f | %d of %d |" % (
+                r["hosts"], "background" if r["fit_in_background"] else "inline",
+                r["refits_during_passes"], r["pass_wall_p50_s"], r["pass_wall_p99_s"],
+                r["pass_wall_max_s"], r["passes_over_a_stride"], r["passes"]))
     table = "\n".join(lines)
     print(table)
     with open(os.path.join(out, "results.md"), "w") as f:

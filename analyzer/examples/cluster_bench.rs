@@ -11,7 +11,10 @@
 //! anomaly series and sending alerts (one request each per pass, whatever N).
 //!
 //! With `REVEAL_BENCH_WHOLE_SPAN=1` every pass asks for its whole span instead of only the
-//! points the previous pass did not hold.
+//! points the previous pass did not hold; with `REVEAL_BENCH_INLINE_FIT=1` the refits that
+//! fall due during the passes (`analysis.refit_every`) are fitted inline, holding their pass
+//! back, instead of in the background as the service fits them; with `REVEAL_BENCH_PACE=1`
+//! a pass starts every stride of real time, as in the service, rather than back to back.
 //!
 //! Prints one JSON object (with the store's CPU seconds and `query_range` bytes per pass
 //! when the source is a Prometheus that serves its own `/metrics`): hosts, channels and
@@ -126,6 +129,12 @@ async fn main() -> anyhow::Result<()> {
     }
     let metrics = SelfMetrics::new(&mut Registry::default());
     let mut engine = Engine::new(EngineParams::from_config(a));
+    // As the service: refits of the passes run in the background, unless
+    // REVEAL_BENCH_INLINE_FIT=1 (every refit then holds its pass back).
+    let inline_fit = std::env::var("REVEAL_BENCH_INLINE_FIT").is_ok_and(|v| v == "1");
+    if !inline_fit {
+        engine.fit_in_background();
+    }
     let range = |after: i64, to: i64| TimeRange {
         start_ms: after + stride - window - step,
         end_ms: to + step,
@@ -163,8 +172,17 @@ async fn main() -> anyhow::Result<()> {
     let cpu0 = cpu_s();
     let mut opened: Vec<(String, i64, Vec<String>)> = Vec::new();
     let mut findings = Vec::new();
+    // REVEAL_BENCH_PACE=1: a pass every stride of real time, as the service runs them (a
+    // pass late starts at once), so a background fit has the time it has in the service.
+    let pace = std::env::var("REVEAL_BENCH_PACE").is_ok_and(|v| v == "1");
+    let fits0 = metrics.fits.get();
+    let started = Instant::now();
     for k in 0..passes {
         let (after, target) = (from + k * stride, from + (k + 1) * stride);
+        if pace {
+            let tick = std::time::Duration::from_millis((k * stride) as u64);
+            std::thread::sleep(tick.saturating_sub(started.elapsed()));
+        }
         let t0 = Instant::now();
         let got = src.fetch_async(range(after, target)).await?;
         let t1 = Instant::now();
@@ -186,6 +204,7 @@ async fn main() -> anyhow::Result<()> {
         group.push((t3 - t2).as_secs_f64());
         wall.push((t3 - t0).as_secs_f64());
     }
+    let refits = metrics.fits.get() - fits0;
     let cpu_per_pass = (cpu_s() - cpu0) / passes.max(1) as f64;
     let store1 = store_counters(&http, &p.url).await;
     let per_pass = |a: f64, b: f64| (b - a) / passes.max(1) as f64;
@@ -230,6 +249,10 @@ async fn main() -> anyhow::Result<()> {
         "pass_wall_p50_s": pct(&wall, 0.5),
         "pass_wall_p99_s": pct(&wall, 0.99),
         "pass_wall_max_s": pct(&wall, 1.0),
+        "passes_over_a_stride": wall.iter().filter(|&&w| w > stride as f64 / 1000.0).count(),
+        "paced": pace,
+        "fit_in_background": !inline_fit,
+        "refits_during_passes": refits,
         "fetch_mean_s": mean(&fetch),
         "engine_mean_s": mean(&eng),
         "crosshost_mean_s": mean(&group),

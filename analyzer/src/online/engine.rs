@@ -96,6 +96,8 @@ struct HostState {
     /// Columns still away from their level after a fault (the settle rule), and until when
     /// at most they are left out of scoring.
     left_out: Vec<(LeftOut, i64)>,
+    /// The refit running in the background ([`refit`]), if any.
+    pending: Option<refit::Pending>,
     /// Regime changes of this host (DESIGN step 8), over its scored rows.
     regime: Option<RegimeTracker>,
     /// End of the latest pass that had series of this host.
@@ -143,6 +145,8 @@ pub struct Engine {
     regime_events: Vec<RegimeEvent>,
     /// Every host's episode (DESIGN step 6).
     tracker: Tracker,
+    /// Where scored windows' refits run: inline (`None`), or in the background.
+    background: Option<refit::Background>,
 }
 
 impl Engine {
@@ -164,7 +168,15 @@ impl Engine {
             full_rows: Vec::new(),
             group: GroupStage::new(crate::core::crosshost::CrossHostParams::default()).ok(),
             regime_events: Vec::new(),
+            background: None,
         }
+    }
+
+    /// Fits the baselines of scored windows in the background from now on ([`refit`]): the
+    /// service's passes never wait for a fit. Learned history is still fitted inline, as are
+    /// replays, whose results must not depend on how long a fit takes.
+    pub fn fit_in_background(&mut self) {
+        self.background = Some(refit::Background::new());
     }
 
     /// Episodes open now (for the checkpoint).
@@ -304,6 +316,14 @@ impl Engine {
         self.exclude.clear();
     }
 
+    /// Fits running in the background now.
+    pub fn fits_running(&self) -> usize {
+        self.hosts
+            .values()
+            .filter(|h| h.pending.as_ref().is_some_and(|p| p.running()))
+            .count()
+    }
+
     /// Refits every host now (after learning history, so the first model sees all of it
     /// rather than only the warm-up's worth).
     pub fn refit_all(&mut self, metrics: &SelfMetrics) {
@@ -311,10 +331,10 @@ impl Engine {
             let Some(last) = host.ring.last_end_ms() else {
                 continue;
             };
-            if let Some(f) = host.fitted.as_mut() {
-                f.at_ms = i64::MIN / 2;
-            }
-            maybe_fit(name, host, &self.params, last, metrics);
+            // A fit still running was given less than this one is.
+            host.pending = None;
+            force_refit(host);
+            maybe_fit(name, host, &self.params, last, metrics, None);
         }
     }
 
@@ -361,6 +381,7 @@ impl Engine {
         if !learn_only && !self.hosts.is_empty() && !self.hosts.contains_key(&m.host) {
             tracing::info!(host = %m.host, "a new host: it warms up alone, the others go on");
         }
+        let background = self.background.as_ref().filter(|_| !learn_only);
         let host = self.hosts.entry(m.host.clone()).or_default();
         host.seen_until_ms = host.seen_until_ms.max(until);
         // Map this pass's columns into the host's layout, growing it for new channels.
@@ -399,11 +420,9 @@ impl Engine {
             // A column left out whose time is up is scored again against a baseline that has
             // learned where it is now: the baseline is refitted first.
             if expire_left_out(&mut host.left_out, win.end_ms) {
-                if let Some(f) = host.fitted.as_mut() {
-                    f.at_ms = i64::MIN / 2;
-                }
+                force_refit(host);
             }
-            maybe_fit(&m.host, host, &self.params, win.end_ms, metrics);
+            maybe_fit(&m.host, host, &self.params, win.end_ms, metrics, background);
             let fitted = host.fitted.as_ref().filter(|_| !learn_only);
             let Some(fitted) = fitted else {
                 let excluded = self
@@ -456,7 +475,14 @@ impl Engine {
         }
         // Fit as soon as the baseline is long enough, not only when the next window comes.
         if let Some(last) = fm.windows.last() {
-            maybe_fit(&m.host, host, &self.params, last.end_ms, metrics);
+            maybe_fit(
+                &m.host,
+                host,
+                &self.params,
+                last.end_ms,
+                metrics,
+                background,
+            );
         }
         out.sort_by_key(|o| o.end_ms());
         out
@@ -541,14 +567,42 @@ fn trim(host: &mut HostState, p: &EngineParams, end: i64) {
     host.ring.forget_until(end - p.baseline_ms);
 }
 
-/// Fits when warm-up is over and no model exists, or when the model is `refit_every` old.
+/// The host's model is refitted at its next window, whatever its age; a fit running in the
+/// background is followed by another.
+fn force_refit(host: &mut HostState) {
+    if let Some(f) = host.fitted.as_mut() {
+        f.at_ms = i64::MIN / 2;
+    }
+    if let Some(p) = host.pending.as_mut() {
+        p.again = true;
+    }
+}
+
+/// Fits when warm-up is over and no model exists, or when the model is `refit_every` old:
+/// inline, or in the `background` (a finished background fit is installed first).
 fn maybe_fit(
     host_name: &str,
     host: &mut HostState,
     p: &EngineParams,
     end: i64,
     metrics: &SelfMetrics,
+    background: Option<&refit::Background>,
 ) {
+    if let Some(pending) = host.pending.take() {
+        let again = pending.again;
+        match pending.finished() {
+            Err(running) => {
+                host.pending = Some(running);
+                return;
+            }
+            Ok(done) => {
+                install(host_name, host, done, metrics);
+                if again {
+                    force_refit(host);
+                }
+            }
+        }
+    }
     let due = match &host.fitted {
         None => host.ring.span_ms(p.window.stride_ms) >= p.warmup_ms,
         Some(f) => end - f.at_ms >= p.refit_ms,
@@ -556,6 +610,14 @@ fn maybe_fit(
     if !due {
         return;
     }
+    // Every background slot taken: the model in place goes on, the fit waits.
+    let slot = match background {
+        Some(b) => match b.slot() {
+            Some(s) => Some(s),
+            None => return,
+        },
+        None => None,
+    };
     let set = p.detectors.clone().unwrap_or_default().for_columns(
         &host.layout.iter().map(|c| c.kind).collect::<Vec<_>>(),
         &channel_ids(&host.layout),
@@ -588,10 +650,25 @@ fn maybe_fit(
             x[[i, j]] = *v;
         }
     }
+    if let Some(slot) = slot {
+        host.pending = refit::Background::spawn(slot, x, alerted, set, p.seed, end, p.calibration);
+        return;
+    }
     let t0 = Instant::now();
     let fitted = fit_with_alerts(x.view(), &alerted, &set, p.seed, end, p.calibration);
-    metrics.phase("fit", t0.elapsed().as_secs_f64());
-    let fitted = match fitted {
+    let done = refit::Done {
+        fitted,
+        seconds: t0.elapsed().as_secs_f64(),
+        windows: rows.len(),
+        width,
+    };
+    install(host_name, host, done, metrics);
+}
+
+/// Puts a finished fit in place (or says why there is none).
+fn install(host_name: &str, host: &mut HostState, done: refit::Done, metrics: &SelfMetrics) {
+    metrics.phase("fit", done.seconds);
+    let fitted = match done.fitted {
         Ok(f) => f,
         Err(e) => {
             tracing::warn!(host = %host_name, error = %e, "baseline not fitted");
@@ -602,9 +679,11 @@ fn maybe_fit(
         tracing::warn!(host = %host_name, detector, error = %why, "detector not fitted");
     }
     metrics.fits.inc();
-    metrics.last_fit_timestamp_seconds.set(end as f64 / 1000.0);
+    metrics
+        .last_fit_timestamp_seconds
+        .set(fitted.at_ms as f64 / 1000.0);
     if host.fitted.is_none() {
-        tracing::info!(host = %host_name, windows = rows.len(), features = width, "baseline fitted; warm-up over");
+        tracing::info!(host = %host_name, windows = done.windows, features = done.width, "baseline fitted; warm-up over");
     }
     host.fitted = Some(fitted);
 }
@@ -815,6 +894,7 @@ pub fn realign(m: &HostMatrix, start: i64, until: i64) -> HostMatrix {
     }
 }
 
+mod refit;
 mod ring;
 #[cfg(test)]
 mod tests;

@@ -108,6 +108,8 @@ impl Service {
             tx.set_generator_url(format!("http://{addr}/metrics"));
         }
         let mut engine = Engine::new(EngineParams::from_config(a));
+        // A refit never holds a pass back: windows go on being scored while it runs.
+        engine.fit_in_background();
         engine.restore_episodes(&checkpoint.open_episodes);
         if let Some(tx) = alerts.as_mut() {
             // Same key and labels as before the restart: Alertmanager sees the same alert.

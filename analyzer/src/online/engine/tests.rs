@@ -620,3 +620,83 @@ fn a_regime_report_names_a_level_first() {
         ev.description
     );
 }
+
+/// Waits until `e` has no fit running in the background.
+fn until_fitted(e: &Engine) {
+    let deadline = Instant::now() + std::time::Duration::from_secs(60);
+    while e.fits_running() > 0 {
+        assert!(Instant::now() < deadline, "a background fit never ended");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn a_background_refit_scores_with_the_old_model_until_the_new_one_lands() {
+    let p = EngineParams {
+        refit_ms: 60_000,
+        ..params()
+    };
+    let t0 = 1_700_000_000_000;
+    let (mut inline, metrics) = learned(p.clone(), t0, &mut 21);
+    let (mut background, _) = learned(p, t0, &mut 21);
+    background.fit_in_background();
+    // Two minutes live, a pass a second, with a storage burst at 80–90 s; refits are due at
+    // the windows ending at 60 s and 120 s.
+    let live = host(t0 - 3_000, 123, t0 + 80_000..t0 + 90_000, &mut 22);
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for k in 0..120 {
+        let (after, until) = (t0 + k * 1_000, t0 + (k + 1) * 1_000);
+        a.extend(inline.process(&live, after, until, &metrics));
+        b.extend(background.process(&live, after, until, &metrics));
+        // The fit ends before the next pass, so the new model is in place one window later
+        // than inline, not at a time that depends on this machine's speed.
+        until_fitted(&background);
+    }
+    let (a, b) = (scored(&a), scored(&b));
+    assert_eq!(a.len(), 120);
+    assert_eq!(b.len(), 120);
+    for (x, y) in a.iter().zip(&b) {
+        assert_eq!(x.end_ms, y.end_ms);
+        if (x.end_ms - t0) % 60_000 == 0 {
+            // Scored all the same, against the model of before.
+            assert_ne!(x.scores, y.scores, "the old model scored like the new one");
+        } else {
+            assert_eq!(
+                x.scores,
+                y.scores,
+                "window ending {} ms after t0",
+                x.end_ms - t0
+            );
+        }
+    }
+    let opened = |w: &[&WindowScore]| {
+        w.iter()
+            .filter(|w| matches!(w.event.as_deref(), Some(Event::Opened(_))))
+            .map(|w| w.end_ms - t0)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(opened(&a), opened(&b));
+    assert_eq!(opened(&a).len(), 1, "{:?}", opened(&a));
+}
+
+#[test]
+fn a_refit_asked_for_while_one_runs_in_the_background_follows_it() {
+    let t0 = 1_700_000_000_000;
+    let (mut e, metrics) = learned(params(), t0, &mut 31);
+    e.fit_in_background();
+    let live = host(t0 - 3_000, 13, 0..0, &mut 32);
+    // A left-out column's time runs out: the next window starts a refit in the background.
+    force_refit(e.hosts.get_mut("h:1").unwrap());
+    e.process(&live, t0, t0 + 1_000, &metrics);
+    assert!(e.hosts["h:1"].pending.is_some());
+    // Another runs out while it fits: the fit that lands is followed by one more.
+    force_refit(e.hosts.get_mut("h:1").unwrap());
+    until_fitted(&e);
+    e.process(&live, t0 + 1_000, t0 + 2_000, &metrics);
+    assert!(e.hosts["h:1"].pending.is_some(), "no second fit");
+    until_fitted(&e);
+    e.process(&live, t0 + 2_000, t0 + 3_000, &metrics);
+    let h = &e.hosts["h:1"];
+    assert!(h.pending.is_none());
+    assert_eq!(h.fitted.as_ref().map(|f| f.at_ms), Some(t0 + 2_000));
+}
