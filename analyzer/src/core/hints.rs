@@ -65,7 +65,7 @@ const ROWS: &[Row] = &[
     },
     Row {
         subsystem: "cpu",
-        metric: "reveal_cpu_time_seconds_total|node_cpu_seconds_total",
+        metric: "reveal_cpu_time_seconds_total|node_cpu_seconds_total|reveal_cpu_busy_cores|node_cpu_busy_cores",
         labels: &[("mode", "steal")],
         dir: Dir::Up,
         text: "the hypervisor is taking CPU time from this machine (steal): check the host's \
@@ -73,7 +73,7 @@ const ROWS: &[Row] = &[
     },
     Row {
         subsystem: "cpu",
-        metric: "reveal_cpu_time_seconds_total|node_cpu_seconds_total",
+        metric: "reveal_cpu_time_seconds_total|node_cpu_seconds_total|reveal_cpu_busy_cores|node_cpu_busy_cores",
         labels: &[("mode", "iowait")],
         dir: Dir::Up,
         text: "CPUs are waiting on I/O: see the storage evidence; check which process reads or \
@@ -423,6 +423,23 @@ mod tests {
         let user = hint(
             "cpu",
             r#"reveal_cpu_time_seconds_total{cpu="0",mode="user"}"#,
+            true,
+        )
+        .unwrap();
+        assert!(user.starts_with("CPU demand rose"), "{user}");
+        // Busy cores by mode, as the deploy metric set reads CPU time: the same rows.
+        let steal = hint(
+            "cpu",
+            r#"reveal_cpu_busy_cores{job="reveal",mode="steal"}"#,
+            true,
+        )
+        .unwrap();
+        assert!(steal.contains("hypervisor"), "{steal}");
+        let iowait = hint("cpu", r#"node_cpu_busy_cores{mode="iowait"}"#, true).unwrap();
+        assert!(iowait.starts_with("CPUs are waiting on I/O"), "{iowait}");
+        let user = hint(
+            "cpu",
+            r#"reveal_cpu_busy_cores{job="reveal",mode="user"}"#,
             true,
         )
         .unwrap();
