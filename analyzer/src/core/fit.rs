@@ -11,9 +11,12 @@
 //! quarter of a short baseline alone is close to that quarter's maximum, and one new window
 //! in a dozen would exceed it.
 
-use ndarray::{Array2, ArrayView2, Axis, CowArray};
+use ndarray::ArrayView2;
 
-use crate::core::detect::{percentile, Detector, DetectorsConfig, Fit};
+mod calibrate;
+mod tasks;
+
+use crate::core::detect::{percentile, Detector, DetectorsConfig};
 
 pub struct Fitted {
     /// Each detector with the bars its scores are compared with.
@@ -73,11 +76,6 @@ pub fn folds(n: usize) -> Vec<usize> {
 /// Folds of the cross-fitted calibration.
 pub const FOLDS: usize = 4;
 
-fn rows(x: ArrayView2<f64>, fold: &[usize], pick: impl Fn(usize) -> bool) -> Array2<f64> {
-    let idx: Vec<usize> = (0..x.nrows()).filter(|&i| pick(fold[i])).collect();
-    x.select(Axis(0), &idx)
-}
-
 /// Fits the default detector set (z-score, PCA, Isolation Forest) on `x` (windows ×
 /// features). A detector that cannot be fitted is left out and named in
 /// [`Fitted::not_fitted`]; an error when none could.
@@ -129,19 +127,6 @@ pub fn out_of_sample_gap(seen: &[f64], held: &[f64]) -> f64 {
     }
 }
 
-/// One detector of `set`, by name, fitted on `t`.
-fn fit_one(
-    set: &DetectorsConfig,
-    name: &str,
-    t: ArrayView2<f64>,
-) -> Result<Box<dyn Detector>, crate::core::detect::DetectError> {
-    Ok(match name {
-        "zscore" => Box::new(set.zscore.fit(t)?),
-        "pca" => Box::new(set.pca.fit(t)?),
-        _ => Box::new(set.iforest.fit(t)?),
-    })
-}
-
 /// Names of the detectors, in the order they are reported.
 pub const DETECTORS: [&str; 3] = ["zscore", "pca", "iforest"];
 
@@ -185,31 +170,28 @@ pub fn fit_with_alerts(
     at_ms: i64,
     baseline: Baseline,
 ) -> Result<Fitted, NotFitted> {
+    // The detectors share nothing but the baseline, and each one's trimmed fit and folds
+    // are independent of each other: they are fitted side by side, on as many threads as
+    // the machine has CPUs, at most [`MAX_FITS_AT_ONCE`] (each holds copies of the
+    // baseline). The results are the same however many.
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(MAX_FITS_AT_ONCE);
+    fit_on_threads(x, alerted, set, seed, at_ms, baseline, threads)
+}
+
+/// [`fit_with_alerts`] on `threads` threads.
+fn fit_on_threads(
+    x: ArrayView2<f64>,
+    alerted: &[bool],
+    set: &DetectorsConfig,
+    seed: u64,
+    at_ms: i64,
+    baseline: Baseline,
+    threads: usize,
+) -> Result<Fitted, NotFitted> {
     let set = set.clone().seed(seed);
-    // The three detectors share nothing but the baseline, so they are fitted side by side
-    // (one thread each where the machine has more than one CPU); the results, and their
-    // order, are the same either way.
-    let parallel = std::thread::available_parallelism().is_ok_and(|n| n.get() > 1);
-    let results: Vec<Result<Calibrated, String>> = if parallel {
-        std::thread::scope(|s| {
-            let handles: Vec<_> = DETECTORS
-                .iter()
-                .map(|&name| {
-                    let set = &set;
-                    s.spawn(move || calibrate(set, name, x, alerted, baseline))
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                .collect()
-        })
-    } else {
-        DETECTORS
-            .iter()
-            .map(|&name| calibrate(&set, name, x, alerted, baseline))
-            .collect()
-    };
+    let results = calibrate::Plan::new(&set, &DETECTORS, x, alerted, baseline).run(threads);
     let mut detectors: Vec<Calibrated> = Vec::new();
     let mut not_fitted = Vec::new();
     for (name, r) in DETECTORS.iter().zip(results) {
@@ -230,82 +212,9 @@ pub fn fit_with_alerts(
     })
 }
 
-/// One detector of `set` fitted on `x` (trimmed when the set trims), with its bars
-/// ([`fit_with_alerts`]); why not, when it cannot be fitted.
-fn calibrate(
-    set: &DetectorsConfig,
-    name: &'static str,
-    x: ArrayView2<f64>,
-    alerted: &[bool],
-    baseline: Baseline,
-) -> Result<Calibrated, String> {
-    let is_alerted = |i: usize| alerted.get(i).copied().unwrap_or(false);
-    let first = fit_one(set, name, x).map_err(|e| e.to_string())?;
-    let all: Vec<usize> = (0..x.nrows()).collect();
-    // The baseline the model ends up fitted on: `x` itself (not copied) or its trimmed rows.
-    let (model, base, kept) = if set.trim {
-        let keep = trimmed_rows(&first.score_many(x).to_vec());
-        if keep.len() < x.nrows() {
-            let kept = x.select(Axis(0), &keep);
-            match fit_one(set, name, kept.view()) {
-                Ok(m) => (m, CowArray::from(kept), keep),
-                Err(_) => (first, CowArray::from(x), all),
-            }
-        } else {
-            (first, CowArray::from(x), all)
-        }
-    } else {
-        (first, CowArray::from(x), all)
-    };
-    // Scores of the alert's windows set no held bar (NaN ends a held stretch).
-    let unheld = |mut v: Vec<f64>| {
-        for (s, &i) in v.iter_mut().zip(&kept) {
-            if is_alerted(i) {
-                *s = f64::NAN;
-            }
-        }
-        v
-    };
-    // Out-of-sample calibration: each baseline window's score by a model fitted on the
-    // other folds (NaN where none could be fitted), and those models' in-sample scores.
-    let mut unseen = vec![f64::NAN; base.nrows()];
-    let mut seen = Vec::new();
-    if baseline == Baseline::Trailing {
-        let fold = folds(base.nrows());
-        for f in 0..FOLDS {
-            let calib: Vec<usize> = (0..base.nrows()).filter(|&i| fold[i] == f).collect();
-            let train = rows(base.view(), &fold, |g| g != f);
-            if calib.is_empty() || train.nrows() < 2 {
-                continue;
-            }
-            if let Ok(m) = fit_one(set, name, train.view()) {
-                let scores = m.score_many(base.select(Axis(0), &calib).view());
-                for (&i, &s) in calib.iter().zip(scores.iter()) {
-                    unseen[i] = s;
-                }
-                seen.extend(m.score_many(train.view()).iter().copied());
-            }
-        }
-    }
-    let held_out: Vec<f64> = unseen.iter().copied().filter(|v| v.is_finite()).collect();
-    let gap = out_of_sample_gap(&seen, &held_out);
-    let threshold = (model.threshold() * gap).max(percentile(&held_out, OUT_OF_SAMPLE_PERCENTILE));
-    // The held bar: the most the trimmed baseline's scores held over `hold` consecutive
-    // windows (their minimum there), itself trimmed ([`most_held`]), raised by the same
-    // gap, and at least the 99th percentile of the same out of sample (trimmed too); none
-    // on a short baseline ([`HELD_MIN_BLOCKS`]). The most, not a percentile: a held score
-    // varies little, and its 99th percentile sits just above the host's ordinary level.
-    let own = held_scores(&unheld(model.score_many(base.view()).to_vec()), set.hold);
-    let held = (set.hold >= 2 && own.len() >= HELD_MIN_BLOCKS * set.hold).then(|| {
-        let unseen = held_scores(&unheld(unseen), set.hold);
-        (most_held(&own) * gap).max(percentile(&trimmed(&unseen), OUT_OF_SAMPLE_PERCENTILE))
-    });
-    Ok(Calibrated {
-        model,
-        threshold,
-        held,
-    })
-}
+/// Fits that run at once: each holds its own copies of the baseline (scaled, centred), so
+/// the memory of a fit grows with it. Three: as many as detectors.
+pub const MAX_FITS_AT_ONCE: usize = 3;
 
 /// Separate stretches of `hold` windows a baseline must hold before it sets a held bar: the
 /// minima of consecutive stretches overlap, so a baseline of `n` windows holds about
@@ -346,6 +255,7 @@ fn held_scores(scores: &[f64], len: usize) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ndarray::Array2;
 
     #[test]
     fn trimming_drops_far_out_windows_but_never_the_bulk() {
@@ -392,6 +302,27 @@ mod tests {
                 .starts_with("no detector could be fitted (zscore: "),
             "{e}"
         );
+    }
+
+    #[test]
+    fn the_bars_are_the_same_on_one_thread_and_on_several() {
+        // A busy host with a burst for trimming to drop, and windows of an alert.
+        let base = busy_host(900, 400..410, true);
+        let alerted: Vec<bool> = (0..900).map(|i| (600..620).contains(&i)).collect();
+        let set = DetectorsConfig::default();
+        let bars = |threads| {
+            let f = fit_on_threads(base.view(), &alerted, &set, 5, 0, Baseline::Trailing, threads)
+                .expect("fitted");
+            f.detectors
+                .iter()
+                .map(|c| (c.model.name(), c.threshold, c.held, c.model.score(base.row(7))))
+                .collect::<Vec<_>>()
+        };
+        let one = bars(1);
+        assert_eq!(one.len(), 3);
+        assert!(one.iter().all(|b| b.2.is_some()), "{one:?}");
+        assert_eq!(one, bars(2));
+        assert_eq!(one, bars(3));
     }
 
     #[test]

@@ -171,6 +171,15 @@ pub trait Fit {
 
     /// Fits on a baseline: rows are windows, columns features.
     fn fit(&self, x: ArrayView2<f64>) -> Result<Self::Model, DetectError>;
+
+    /// [`Fit::fit`], and the model's scores of its own baseline `x` (what
+    /// `score_many(x)` gives). A detector that scores its baseline while fitting (for its
+    /// threshold) returns those scores rather than computing them twice.
+    fn fit_scored(&self, x: ArrayView2<f64>) -> Result<(Self::Model, Array1<f64>), DetectError> {
+        let model = self.fit(x)?;
+        let scores = model.score_many(x);
+        Ok((model, scores))
+    }
 }
 
 /// `score / threshold`, guarded so that a zero threshold never yields NaN.

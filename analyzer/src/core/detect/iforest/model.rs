@@ -25,7 +25,12 @@ pub struct IForestModel {
 }
 
 impl IForestModel {
-    pub(super) fn fit(p: &IForestParams, std: Standardizer, x: ArrayView2<f64>) -> IForestModel {
+    /// The forest grown on `x`, and its scores of `x`, from which the threshold is taken.
+    pub(super) fn fit(
+        p: &IForestParams,
+        std: Standardizer,
+        x: ArrayView2<f64>,
+    ) -> (IForestModel, ndarray::Array1<f64>) {
         let mut model = IForestModel {
             std,
             input: p.input,
@@ -88,7 +93,7 @@ impl IForestModel {
             .map(|r| model.score_embedded(r))
             .collect();
         model.threshold = percentile(&scores, p.threshold_percentile);
-        model
+        (model, scores.into())
     }
 
     fn width(&self) -> usize {

@@ -1,4 +1,4 @@
-use ndarray::ArrayView2;
+use ndarray::{Array1, ArrayView2};
 use serde::{Deserialize, Serialize};
 
 use super::IForestModel;
@@ -150,6 +150,10 @@ impl Fit for IForestParams {
     type Model = IForestModel;
 
     fn fit(&self, x: ArrayView2<f64>) -> Result<IForestModel, DetectError> {
+        Ok(self.fit_scored(x)?.0)
+    }
+
+    fn fit_scored(&self, x: ArrayView2<f64>) -> Result<(IForestModel, Array1<f64>), DetectError> {
         self.check()?;
         if x.nrows() < 2 {
             return Err(DetectError::TooFewWindows {
@@ -171,6 +175,6 @@ impl IForestParams {
         std: Standardizer,
     ) -> Result<IForestModel, DetectError> {
         self.check()?;
-        Ok(IForestModel::fit(self, std, x))
+        Ok(IForestModel::fit(self, std, x).0)
     }
 }

@@ -39,7 +39,9 @@ pub struct PcaModel {
 }
 
 impl PcaModel {
-    pub(super) fn fit(p: &PcaParams, scaler: Scaler, x: ArrayView2<f64>) -> PcaModel {
+    /// The model fitted on `x`, and its scores of `x` (its baseline), from which the
+    /// threshold is taken.
+    pub(super) fn fit(p: &PcaParams, scaler: Scaler, x: ArrayView2<f64>) -> (PcaModel, Array1<f64>) {
         let mut z = scaler.transform(x);
         let (n, q) = z.dim();
         // With robust scaling, components come from clipped z (see
@@ -92,8 +94,11 @@ impl PcaModel {
             isolation: None,
             threshold: 0.0,
         };
-        if let PcaScore::TopK(_) = p.score {
-            let r = model.residuals(z.view());
+        // The baseline's component scores and residuals, computed once: the residual
+        // scales come from them, and so do the baseline's scores.
+        let t = z.dot(&model.components.t());
+        let r = matches!(p.score, PcaScore::TopK(_)).then(|| &z - &t.dot(&model.components));
+        if let Some(r) = &r {
             let mut center = Array1::zeros(q);
             let mut scale = Array1::zeros(q);
             let mut buf = Vec::with_capacity(n);
@@ -123,9 +128,9 @@ impl PcaModel {
             model.isolation = Some(FaultIsolation::new(&model.components, &scale));
             model.residual = Some((center, scale));
         }
-        let scores = model.scores_centered(z.view());
+        let scores = model.scores_projected(t, r);
         model.threshold = percentile(&scores.to_vec(), p.threshold_percentile);
-        model
+        (model, scores)
     }
 
     /// The default model from a workload model fitted with the same scaling,
@@ -163,12 +168,6 @@ impl PcaModel {
         z
     }
 
-    /// Off-subspace part of centred rows.
-    fn residuals(&self, zc: ArrayView2<f64>) -> Array2<f64> {
-        let t = zc.dot(&self.components.t());
-        &zc - &t.dot(&self.components)
-    }
-
     /// Whitened component scores tₖ/√λₖ of centred rows.
     fn whitened(&self, zc: ArrayView2<f64>) -> Array2<f64> {
         let mut t = zc.dot(&self.components.t());
@@ -177,22 +176,36 @@ impl PcaModel {
         t
     }
 
-    /// Fault z of the residuals (see `residual::FaultIsolation`).
-    fn residual_z(&self, zc: ArrayView2<f64>) -> Array2<f64> {
+    /// Fault z of off-subspace residuals `r` (see `residual::FaultIsolation`).
+    fn residual_z(&self, mut r: Array2<f64>) -> Array2<f64> {
         let (Some((center, _)), Some(iso)) = (&self.residual, &self.isolation) else {
-            return Array2::zeros(zc.dim());
+            return Array2::zeros(r.dim());
         };
-        let mut r = self.residuals(zc);
         r -= center;
         iso.fault_z(&self.components, r.view())
     }
 
     fn scores_centered(&self, zc: ArrayView2<f64>) -> Array1<f64> {
-        let w = self.whitened(zc);
+        let t = zc.dot(&self.components.t());
+        let r = match self.score_kind {
+            PcaScore::TopK(_) => Some(&zc - &t.dot(&self.components)),
+            PcaScore::Mahalanobis => None,
+        };
+        self.scores_projected(t, r)
+    }
+
+    /// Scores of centred rows from their component scores `t` and, for `TopK`, their
+    /// off-subspace residuals `r`.
+    fn scores_projected(&self, mut t: Array2<f64>, r: Option<Array2<f64>>) -> Array1<f64> {
+        t *= &self.variances.mapv(|v| 1.0 / v.sqrt());
+        let w = t;
         match self.score_kind {
             PcaScore::Mahalanobis => w.rows().into_iter().map(|r| r.dot(&r).sqrt()).collect(),
             PcaScore::TopK(k) => {
-                let rz = self.residual_z(zc);
+                let rz = match r {
+                    Some(r) => self.residual_z(r),
+                    None => Array2::zeros((w.nrows(), self.mean.len())),
+                };
                 let mut buf = Vec::with_capacity(w.ncols() + rz.ncols());
                 w.rows()
                     .into_iter()
@@ -222,7 +235,8 @@ impl PcaModel {
             // Each selected item's |value|: a residual's fault z to its own
             // feature, a component spread over features by |Vₖⱼ zⱼ|.
             PcaScore::TopK(k) => {
-                let rz = self.residual_z(zc2);
+                let t = zc2.dot(&self.components.t());
+                let rz = self.residual_z(&zc2 - &t.dot(&self.components));
                 let mut items: Vec<(usize, f64)> = w
                     .iter()
                     .chain(rz.row(0).iter())

@@ -1,4 +1,4 @@
-use ndarray::ArrayView2;
+use ndarray::{Array1, ArrayView2};
 use serde::{Deserialize, Serialize};
 
 use super::PcaModel;
@@ -196,6 +196,10 @@ impl Fit for PcaParams {
     type Model = PcaModel;
 
     fn fit(&self, x: ArrayView2<f64>) -> Result<PcaModel, DetectError> {
+        Ok(self.fit_scored(x)?.0)
+    }
+
+    fn fit_scored(&self, x: ArrayView2<f64>) -> Result<(PcaModel, Array1<f64>), DetectError> {
         self.check()?;
         if x.nrows() < 3 {
             return Err(DetectError::TooFewWindows {

@@ -13,7 +13,13 @@ pub struct ZScoreModel {
 }
 
 impl ZScoreModel {
-    pub(super) fn new(std: Standardizer, aggregate: Aggregate, x: ArrayView2<f64>, q: f64) -> Self {
+    /// The model on baseline `x`, and its scores of `x`, from which the threshold is taken.
+    pub(super) fn new(
+        std: Standardizer,
+        aggregate: Aggregate,
+        x: ArrayView2<f64>,
+        q: f64,
+    ) -> (Self, ndarray::Array1<f64>) {
         let mut m = ZScoreModel {
             std,
             aggregate,
@@ -22,7 +28,7 @@ impl ZScoreModel {
         let z = m.std.transform(x);
         let scores: Vec<f64> = z.rows().into_iter().map(|r| m.score_z(r)).collect();
         m.threshold = percentile(&scores, q);
-        m
+        (m, scores.into())
     }
 
     /// Signed z of every used column, paired with its original index.

@@ -1,4 +1,4 @@
-use ndarray::ArrayView2;
+use ndarray::{Array1, ArrayView2};
 use serde::{Deserialize, Serialize};
 
 use super::ZScoreModel;
@@ -112,6 +112,10 @@ impl Fit for ZScoreParams {
     type Model = ZScoreModel;
 
     fn fit(&self, x: ArrayView2<f64>) -> Result<ZScoreModel, DetectError> {
+        Ok(self.fit_scored(x)?.0)
+    }
+
+    fn fit_scored(&self, x: ArrayView2<f64>) -> Result<(ZScoreModel, Array1<f64>), DetectError> {
         self.check()?;
         if x.nrows() < 3 {
             return Err(DetectError::TooFewWindows {
@@ -143,6 +147,7 @@ impl ZScoreParams {
             self.aggregate,
             x,
             self.threshold_percentile,
-        ))
+        )
+        .0)
     }
 }
