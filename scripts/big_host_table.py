@@ -2,7 +2,7 @@
 """Big-host table: what the exporter and the analyzer cost on a big GPU host, beside this one.
 
     scripts/big_host_table.py [--scrapes 200] [--baseline 30m] [--passes 40] [--out DIR]
-                              [--selection FILE] [--no-build]
+                              [--selection FILE] [--metric-set FILE] [--no-build]
 
 Generates a fixture root of a 2-socket, 96-CPU host with 2 NUMA nodes, 8 NVMe disks, 4
 InfiniBand ports and 8 GPUs (scripts/big_host_fixture.py) into a temporary directory, and
@@ -19,8 +19,8 @@ measures the same things on it and on this machine's own /proc and /sys, in one 
   read the running kernel's counters, not the root, and would count this machine's CPUs.
 - **Analyzer**: the full page of each host is the template of scripts/scale_bench.py's run for
   one host (cluster_load writes it into a fresh Prometheus with noise and faults, cluster_bench
-  learns --baseline, fits, and runs --passes one-second passes with deploy/analyzer.yml's
-  metric set as it is when run). For the fixture, what the perf and msr collectors would
+  learns --baseline, fits, and runs --passes one-second passes with the metric set of
+  --metric-set, deploy/analyzer.yml by default, as it is when run). For the fixture, what the perf and msr collectors would
   serve on a real host of its size (hardware perf counters, APERF/MPERF/TSC per CPU, C-state
   residency: the metric set's IPC, miss ratios, Busy% and Bzy_MHz) is added to the template.
   Reported: series stored, channels, feature columns, pass wall time (p50, p99; fetch and
@@ -176,9 +176,10 @@ def analyze(label, page, args, out):
     return scale_bench.run_one(ns, 1, d)[0]
 
 
-def table(hosts, selection, entries):
+def table(hosts, selection, metric_set, entries):
     b, v = hosts["big"], hosts["vm"]
     sel = os.path.relpath(selection, ROOT)
+    metric_set = os.path.relpath(metric_set, ROOT)
 
     def both(f):
         return "| %s | %s |" % (f(b), f(v))
@@ -204,7 +205,7 @@ def table(hosts, selection, entries):
         ("exporter CPU per scrape, ms (share of a core at 100 ms)",
          both(lambda h: "%.2f (%.2f %%)" % ((h["exporter"]["cpu_ms_per_scrape"],) * 2))),
         ("slowest collectors, median ms", both(top)),
-        ("analyzer: entries of the metric set (deploy/analyzer.yml, copied at the start)",
+        ("analyzer: entries of the metric set (%s, copied at the start)" % metric_set,
          both(lambda h: "%d" % entries)),
         ("analyzer: series stored (what the metric set selects)", both(lambda h: "%d" % h["analyzer"]["prom_series"])),
         ("analyzer: channels / feature columns",
@@ -228,6 +229,9 @@ def main():
     ap.add_argument("--baseline", default="30m", help="the analyzer's baseline (deploy default 30m)")
     ap.add_argument("--passes", type=int, default=40)
     ap.add_argument("--selection", default=None)
+    ap.add_argument("--metric-set", default=os.path.join(ROOT, "deploy", "analyzer.yml"),
+                    help="the analyzer's metric set (deploy/analyzer.yml; deploy/analyzer-pruned.yml "
+                         "for the generated one)")
     ap.add_argument("--out", default=None)
     ap.add_argument("--no-build", action="store_true")
     args = ap.parse_args()
@@ -240,7 +244,7 @@ def main():
     os.makedirs(out, exist_ok=True)
     # Both hosts get the selection and the metric set as they are now.
     shutil.copy(selection, os.path.join(out, "selection.yml"))
-    shutil.copy(os.path.join(ROOT, "deploy", "analyzer.yml"), os.path.join(out, "analyzer.yml"))
+    shutil.copy(args.metric_set, os.path.join(out, "analyzer.yml"))
     with open(os.path.join(out, "analyzer.yml")) as f:
         entries = sum(1 for line in f if line.strip().startswith("- expr:"))
     fixture = os.path.join(out, "fixture")
@@ -269,12 +273,13 @@ def main():
             page = with_cpu_counters(page, h["shape"]["cpus"])
         print("%s: analyzer over %s of baseline ..." % (label, args.baseline), flush=True)
         h["analyzer"] = analyze(label, page, args, out)
-    text = table(hosts, selection, entries)
+    text = table(hosts, selection, args.metric_set, entries)
     for h in hosts.values():
         for k in ("exporter", "selected"):
             h[k].pop("page")
     with open(os.path.join(out, "results.json"), "w") as f:
-        json.dump({"selection": selection, "metric_set_entries": entries, "args": vars(args),
+        json.dump({"selection": selection, "metric_set": args.metric_set, "metric_set_entries": entries,
+                   "args": vars(args),
                    "hosts": hosts}, f, indent=1)
     with open(os.path.join(out, "table.md"), "w") as f:
         f.write(text)
