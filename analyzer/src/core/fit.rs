@@ -311,11 +311,26 @@ mod tests {
         let alerted: Vec<bool> = (0..900).map(|i| (600..620).contains(&i)).collect();
         let set = DetectorsConfig::default();
         let bars = |threads| {
-            let f = fit_on_threads(base.view(), &alerted, &set, 5, 0, Baseline::Trailing, threads)
-                .expect("fitted");
+            let f = fit_on_threads(
+                base.view(),
+                &alerted,
+                &set,
+                5,
+                0,
+                Baseline::Trailing,
+                threads,
+            )
+            .expect("fitted");
             f.detectors
                 .iter()
-                .map(|c| (c.model.name(), c.threshold, c.held, c.model.score(base.row(7))))
+                .map(|c| {
+                    (
+                        c.model.name(),
+                        c.threshold,
+                        c.held,
+                        c.model.score(base.row(7)),
+                    )
+                })
                 .collect::<Vec<_>>()
         };
         let one = bars(1);

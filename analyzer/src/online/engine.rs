@@ -412,7 +412,13 @@ impl Engine {
             });
             map.push((c, idx));
         }
+        // History read again (a read that failed part way, history that came late) brings
+        // windows the baseline already holds: each is learned once, in time order.
+        let learned_until = host.ring.last_end_ms().filter(|_| learn_only);
         for (wi, win) in fm.windows.iter().enumerate() {
+            if learned_until.is_some_and(|l| win.end_ms <= l) {
+                continue;
+            }
             let mut row = vec![f64::NAN; host.layout.len()];
             for &(c, idx) in &map {
                 row[idx] = fm.values[[wi, c]];

@@ -130,18 +130,20 @@ impl<'a> Plan<'a> {
         match task {
             Task::First(d) => {
                 let name = self.names[d];
-                let trim = fit_one(set, name, x).map_err(|e| e.to_string()).map(|first| {
-                    let keep = if set.trim {
-                        trimmed_rows(&first.1)
-                    } else {
-                        (0..x.nrows()).collect()
-                    };
-                    let kept = (keep.len() < x.nrows()).then(|| {
-                        let rows = x.select(Axis(0), &keep);
-                        (keep, rows)
+                let trim = fit_one(set, name, x)
+                    .map_err(|e| e.to_string())
+                    .map(|first| {
+                        let keep = if set.trim {
+                            trimmed_rows(&first.1)
+                        } else {
+                            (0..x.nrows()).collect()
+                        };
+                        let kept = (keep.len() < x.nrows()).then(|| {
+                            let rows = x.select(Axis(0), &keep);
+                            (keep, rows)
+                        });
+                        Trim { first, kept }
                     });
-                    Trim { first, kept }
-                });
                 let mut next = Vec::new();
                 if let Ok(t) = &trim {
                     if t.kept.is_some() {

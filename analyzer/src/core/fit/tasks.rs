@@ -107,37 +107,53 @@ mod tests {
                 |&t| t,
                 |t| {
                     seen[t].fetch_add(1, Ordering::SeqCst);
-                    [2 * t + 1, 2 * t + 2].into_iter().filter(|&c| c < 100).collect()
+                    [2 * t + 1, 2 * t + 2]
+                        .into_iter()
+                        .filter(|&c| c < 100)
+                        .collect()
                 },
             );
-            assert!(seen.iter().all(|n| n.load(Ordering::SeqCst) == 1), "{threads}");
+            assert!(
+                seen.iter().all(|n| n.load(Ordering::SeqCst) == 1),
+                "{threads}"
+            );
         }
     }
 
     #[test]
     fn the_lowest_rank_ready_runs_first() {
         let order = Mutex::new(Vec::new());
-        run(1, vec![5usize, 1, 3], |&t| t, |t| {
-            order.lock().unwrap().push(t);
-            if t == 1 {
-                vec![2]
-            } else {
-                vec![]
-            }
-        });
+        run(
+            1,
+            vec![5usize, 1, 3],
+            |&t| t,
+            |t| {
+                order.lock().unwrap().push(t);
+                if t == 1 {
+                    vec![2]
+                } else {
+                    vec![]
+                }
+            },
+        );
         assert_eq!(*order.lock().unwrap(), [1, 2, 3, 5]);
     }
 
     #[test]
     fn a_panicking_task_reaches_the_caller_and_leaves_no_thread_waiting() {
         let r = std::panic::catch_unwind(|| {
-            run(3, vec![0usize, 1, 2, 3], |&t| t, |t| {
-                if t == 1 {
-                    panic!("task 1 fails");
-                }
-                std::thread::sleep(std::time::Duration::from_millis(20));
-                vec![]
-            })
+            run(
+                3,
+                vec![0usize, 1, 2, 3],
+                |&t| t,
+                |t| {
+                    if t == 1 {
+                        panic!("task 1 fails");
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                    vec![]
+                },
+            )
         });
         assert!(r.is_err());
     }

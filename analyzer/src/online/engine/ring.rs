@@ -37,6 +37,12 @@ impl Ring {
         self.rows.len()
     }
 
+    /// Ends of the windows, oldest first.
+    #[cfg(test)]
+    pub fn ends(&self) -> impl Iterator<Item = i64> + '_ {
+        self.rows.iter().map(|r| r.end_ms)
+    }
+
     /// End of the newest window.
     pub fn last_end_ms(&self) -> Option<i64> {
         self.rows.back().map(|r| r.end_ms)

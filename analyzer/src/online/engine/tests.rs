@@ -71,6 +71,32 @@ fn learned(p: EngineParams, t0: i64, seed: &mut u64) -> (Engine, SelfMetrics) {
     (e, metrics)
 }
 
+#[test]
+fn history_read_again_is_learned_once() {
+    // A history read that failed after its first chunks is read again from the start next
+    // pass: the windows already learned are not learned twice, the rest are.
+    let mut seed = 3;
+    let metrics = SelfMetrics::new(&mut Registry::default());
+    let t0 = 1_700_000_000_000;
+    let hist = host(t0 - 303_000, 303, 0..0, &mut seed);
+    let once = {
+        let mut e = Engine::new(params());
+        e.learn(&hist, t0 - 300_000, t0, &[], &metrics);
+        e.status().baseline_windows
+    };
+    assert_eq!(once, 300);
+    let mut e = Engine::new(params());
+    e.learn(&hist, t0 - 300_000, t0 - 120_000, &[], &metrics);
+    assert_eq!(e.status().baseline_windows, 180);
+    e.learn(&hist, t0 - 300_000, t0, &[], &metrics);
+    assert_eq!(e.status().baseline_windows, once);
+    let ends: Vec<i64> = e.hosts["h:1"].ring.ends().collect();
+    assert!(
+        ends.windows(2).all(|p| p[1] - p[0] == 1_000),
+        "in time order, once each"
+    );
+}
+
 /// The regime change reported since the last call, which must be the only one.
 fn the_one_regime_change(e: &mut Engine) -> crate::core::regime::RegimeChange {
     let mut changes = e.take_regime_changes();

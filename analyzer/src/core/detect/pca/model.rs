@@ -41,7 +41,11 @@ pub struct PcaModel {
 impl PcaModel {
     /// The model fitted on `x`, and its scores of `x` (its baseline), from which the
     /// threshold is taken.
-    pub(super) fn fit(p: &PcaParams, scaler: Scaler, x: ArrayView2<f64>) -> (PcaModel, Array1<f64>) {
+    pub(super) fn fit(
+        p: &PcaParams,
+        scaler: Scaler,
+        x: ArrayView2<f64>,
+    ) -> (PcaModel, Array1<f64>) {
         let mut z = scaler.transform(x);
         let (n, q) = z.dim();
         // With robust scaling, components come from clipped z (see

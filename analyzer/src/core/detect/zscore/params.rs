@@ -142,12 +142,6 @@ impl ZScoreParams {
         std: Standardizer,
     ) -> Result<ZScoreModel, DetectError> {
         self.check()?;
-        Ok(ZScoreModel::new(
-            std,
-            self.aggregate,
-            x,
-            self.threshold_percentile,
-        )
-        .0)
+        Ok(ZScoreModel::new(std, self.aggregate, x, self.threshold_percentile).0)
     }
 }
