@@ -172,7 +172,7 @@ def analyze(label, page, args, out):
     with open(template, "w") as f:
         f.write(page)
     ns = argparse.Namespace(baseline=args.baseline, passes=args.passes, template=template, compare=False,
-                            metric_set=os.path.join(out, "analyzer.yml"))
+                            compare_fit=False, refit_every=None, metric_set=os.path.join(out, "analyzer.yml"))
     return scale_bench.run_one(ns, 1, d)[0]
 
 
