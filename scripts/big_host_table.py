@@ -20,8 +20,8 @@ measures the same things on it and on this machine's own /proc and /sys, in one 
 - **Analyzer**: the full page of each host is the template of scripts/scale_bench.py's run for
   one host (cluster_load writes it into a fresh Prometheus with noise and faults, cluster_bench
   learns --baseline, fits, and runs --passes one-second passes with the metric set of
-  --metric-set, deploy/analyzer.yml by default, as it is when run). For the fixture, what the perf and msr collectors would
-  serve on a real host of its size (hardware perf counters, APERF/MPERF/TSC per CPU, C-state
+  --metric-set, deploy/analyzer.yml by default, as it is when run). For the fixture, what the
+  perf and msr collectors would serve on a real host of its size (hardware perf counters, APERF/MPERF/TSC per CPU, C-state
   residency: the metric set's IPC, miss ratios, Busy% and Bzy_MHz) is added to the template.
   Reported: series stored, channels, feature columns, pass wall time (p50, p99; fetch and
   engine means), analyzer CPU per pass, fit time and baseline windows, memory.
@@ -278,8 +278,7 @@ def main():
         for k in ("exporter", "selected"):
             h[k].pop("page")
     with open(os.path.join(out, "results.json"), "w") as f:
-        json.dump({"selection": selection, "metric_set": args.metric_set, "metric_set_entries": entries,
-                   "args": vars(args),
+        json.dump({"selection": selection, "metric_set_entries": entries, "args": vars(args),
                    "hosts": hosts}, f, indent=1)
     with open(os.path.join(out, "table.md"), "w") as f:
         f.write(text)

@@ -200,9 +200,10 @@ impl PcaModel {
 
     /// Scores of centred rows from their component scores `t` and, for `TopK`, their
     /// off-subspace residuals `r`.
-    fn scores_projected(&self, mut t: Array2<f64>, r: Option<Array2<f64>>) -> Array1<f64> {
-        t *= &self.variances.mapv(|v| 1.0 / v.sqrt());
-        let w = t;
+    fn scores_projected(&self, t: Array2<f64>, r: Option<Array2<f64>>) -> Array1<f64> {
+        // Whitened: tₖ/√λₖ.
+        let mut w = t;
+        w *= &self.variances.mapv(|v| 1.0 / v.sqrt());
         match self.score_kind {
             PcaScore::Mahalanobis => w.rows().into_iter().map(|r| r.dot(&r).sqrt()).collect(),
             PcaScore::TopK(k) => {
