@@ -63,9 +63,30 @@ const ROWS: &[Row] = &[
                interrupts are concentrated there; check IRQ affinity \
                (/proc/irq/*/smp_affinity_list) and irqbalance",
     },
+    // The busiest CPU, as the deploy metric sets read per-CPU series: interrupt work rising
+    // there is concentrated on one CPU unless the host total rose with it.
     Row {
         subsystem: "cpu",
-        metric: "reveal_cpu_time_seconds_total|node_cpu_seconds_total|reveal_cpu_busy_cores|node_cpu_busy_cores",
+        metric: "(reveal|node)_cpu_time_ratio_busiest_cpu",
+        labels: &[("mode", "softirq|irq")],
+        dir: Dir::Up,
+        text: "interrupt processing rose on the busiest CPU: if the host's total did not rise \
+               with it, interrupts or receive processing are concentrated on one CPU; check \
+               IRQ affinity (/proc/irq/*/smp_affinity_list), irqbalance, and RPS/RSS \
+               (/sys/class/net/*/queues/rx-*/rps_cpus)",
+    },
+    Row {
+        subsystem: "cpu",
+        metric: "(reveal|node)_(cpu_)?interrupts_rate_busiest_cpu",
+        labels: &[],
+        dir: Dir::Up,
+        text: "interrupts rose on the busiest CPU: if the host's total did not rise with it, a \
+               device's interrupts are concentrated there; check IRQ affinity \
+               (/proc/irq/*/smp_affinity_list) and irqbalance",
+    },
+    Row {
+        subsystem: "cpu",
+        metric: "reveal_cpu_time_seconds_total|node_cpu_seconds_total|(reveal|node)_cpu_busy_cores|(reveal|node)_cpu_time_ratio_(busiest|quietest)_cpu",
         labels: &[("mode", "steal")],
         dir: Dir::Up,
         text: "the hypervisor is taking CPU time from this machine (steal): check the host's \
@@ -73,7 +94,7 @@ const ROWS: &[Row] = &[
     },
     Row {
         subsystem: "cpu",
-        metric: "reveal_cpu_time_seconds_total|node_cpu_seconds_total|reveal_cpu_busy_cores|node_cpu_busy_cores",
+        metric: "reveal_cpu_time_seconds_total|node_cpu_seconds_total|(reveal|node)_cpu_busy_cores|(reveal|node)_cpu_time_ratio_(busiest|quietest)_cpu",
         labels: &[("mode", "iowait")],
         dir: Dir::Up,
         text: "CPUs are waiting on I/O: see the storage evidence; check which process reads or \
@@ -81,7 +102,7 @@ const ROWS: &[Row] = &[
     },
     Row {
         subsystem: "cpu",
-        metric: "reveal_cpu_time_seconds_total|node_cpu_seconds_total|reveal_cpu_busy_cores|node_cpu_busy_cores|reveal_cpu_busy_ratio|reveal_cpu_procs_running|node_procs_running",
+        metric: "reveal_cpu_time_seconds_total|node_cpu_seconds_total|(reveal|node)_cpu_busy_cores|(reveal|node)_cpu_time_ratio_(busiest|quietest)_cpu|reveal_cpu_busy_ratio|reveal_cpu_procs_running|node_procs_running",
         labels: &[],
         dir: Dir::Up,
         text: "CPU demand rose: check what runs (top -H, pidstat 1), whether jobs share cores they \
@@ -89,7 +110,7 @@ const ROWS: &[Row] = &[
     },
     Row {
         subsystem: "cpu",
-        metric: "reveal_cpu_busy_frequency_hertz|reveal_cpu_frequency_hertz|node_cpu_scaling_frequency_hertz",
+        metric: "reveal_cpu_busy_frequency_hertz|reveal_cpu_frequency_hertz(_fastest_cpu|_slowest_cpu)?|node_cpu_scaling_frequency_hertz(_fastest_cpu|_slowest_cpu)?",
         labels: &[],
         dir: Dir::Down,
         text: "CPU clocks fell: check the frequency governor (cpupower frequency-info), thermal \
@@ -407,6 +428,42 @@ mod tests {
         // Free memory rising is no fault of its own.
         assert_eq!(
             hint("memory", "reveal_memory_mem_available_bytes", true),
+            None
+        );
+    }
+
+    #[test]
+    fn the_busiest_cpu_rows_of_the_deploy_sets_point_at_irq_affinity() {
+        for channel in [
+            r#"reveal_cpu_time_ratio_busiest_cpu{job="reveal",mode="softirq"}"#,
+            r#"node_cpu_time_ratio_busiest_cpu{mode="irq"}"#,
+        ] {
+            let h = hint("cpu", channel, true).expect(channel);
+            assert!(
+                h.contains("concentrated on one CPU") && h.contains("irqbalance"),
+                "{h}"
+            );
+        }
+        for channel in [
+            "reveal_cpu_interrupts_rate_busiest_cpu",
+            "node_interrupts_rate_busiest_cpu",
+        ] {
+            let h = hint("cpu", channel, true).expect(channel);
+            assert!(h.contains("concentrated there"), "{h}");
+        }
+        // A CPU-bound load on the busiest or the quietest CPU is demand, steal is the
+        // hypervisor's, and a slowest CPU falling is the clocks.
+        let user = r#"reveal_cpu_time_ratio_quietest_cpu{mode="user"}"#;
+        assert!(hint("cpu", user, true)
+            .unwrap()
+            .starts_with("CPU demand rose"));
+        let steal = r#"reveal_cpu_time_ratio_busiest_cpu{mode="steal"}"#;
+        assert!(hint("cpu", steal, true).unwrap().contains("hypervisor"));
+        let slow = hint("cpu", "reveal_cpu_frequency_hertz_slowest_cpu", false).unwrap();
+        assert!(slow.starts_with("CPU clocks fell"), "{slow}");
+        // Interrupts falling on the busiest CPU is no concentration.
+        assert_eq!(
+            hint("cpu", "reveal_cpu_interrupts_rate_busiest_cpu", false),
             None
         );
     }
