@@ -17,6 +17,8 @@ use nvml_wrapper::enum_wrappers::device::{
 };
 use nvml_wrapper::enum_wrappers::nv_link::ErrorCounter;
 use nvml_wrapper::{Device, Nvml};
+use std::cell::RefCell;
+use std::time::{Duration, Instant};
 
 /// Flags of the gpu collector.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -35,6 +37,52 @@ pub trait GpuSource: Send {
 /// The most NVLinks a GPU has (`NVML_NVLINK_MAX_LINKS` in nvml.h).
 const MAX_NVLINKS: u32 = 18;
 
+/// How often the energy counter is read (see [`Slow`]).
+pub const ENERGY_EVERY: Duration = Duration::from_secs(1);
+
+/// The queries NVML answers slowly, read less often than every scrape. NVML answers most
+/// queries in microseconds, but on an H200 (driver 580) two took milliseconds each
+/// (`examples/gpu_timing.rs`: the energy counter 2.5–3.1 ms median and 17 ms at the 99th
+/// percentile, the two max clocks 2.5 ms together), which made the whole sample 6–7 ms of a
+/// 100 ms scrape per GPU. The max clocks are the board's own: they are read when a board is
+/// first seen at an index (again when its UUID changes). The energy counter is read at most
+/// once per [`ENERGY_EVERY`] and its last value served between reads, so it stays a counter
+/// that lags by at most that much.
+#[derive(Debug, Default)]
+struct Slow {
+    uuid: Option<String>,
+    max_clocks: (Option<u32>, Option<u32>),
+    energy: Option<u64>,
+    energy_at: Option<Instant>,
+}
+
+impl Slow {
+    /// Brings the slow fields of the board `uuid` up to date at `now`, calling NVML only for
+    /// what is due.
+    fn refresh(
+        &mut self,
+        uuid: &str,
+        now: Instant,
+        max_clocks: impl FnOnce() -> (Option<u32>, Option<u32>),
+        energy: impl FnOnce() -> Option<u64>,
+    ) {
+        if self.uuid.as_deref() != Some(uuid) {
+            *self = Slow {
+                uuid: Some(uuid.to_string()),
+                max_clocks: max_clocks(),
+                ..Slow::default()
+            };
+        }
+        let due = self
+            .energy_at
+            .is_none_or(|t| now.saturating_duration_since(t) >= ENERGY_EVERY);
+        if due {
+            self.energy = energy();
+            self.energy_at = Some(now);
+        }
+    }
+}
+
 pub struct NvmlSource {
     nvml: Nvml,
     pcie_throughput: bool,
@@ -43,6 +91,8 @@ pub struct NvmlSource {
     ecc: bool,
     retired: bool,
     nvlink: bool,
+    /// Per GPU index (a `RefCell`: a `Device` borrows `nvml` while it is sampled).
+    slow: RefCell<Vec<Slow>>,
 }
 
 impl NvmlSource {
@@ -61,6 +111,7 @@ impl NvmlSource {
             ecc: true,
             retired: true,
             nvlink: true,
+            slow: RefCell::new(Vec::new()),
         })
     }
 
@@ -73,13 +124,33 @@ impl NvmlSource {
         self
     }
 
-    fn sample(&self, index: u32, d: &Device) -> GpuSample {
+    fn sample(&self, index: u32, d: &Device, now: Instant) -> GpuSample {
         let ok = |r: Result<u32, _>| r.ok();
+        let uuid = d.uuid().unwrap_or_default();
+        let i = index as usize;
+        let mut slows = self.slow.borrow_mut();
+        if slows.len() <= i {
+            slows.resize_with(i + 1, Slow::default);
+        }
+        let slow = &mut slows[i];
+        slow.refresh(
+            &uuid,
+            now,
+            || {
+                (
+                    ok(d.max_clock_info(Clock::SM)),
+                    ok(d.max_clock_info(Clock::Memory)),
+                )
+            },
+            || d.total_energy_consumption().ok(),
+        );
+        let (max_sm, max_memory, energy) = (slow.max_clocks.0, slow.max_clocks.1, slow.energy);
+        drop(slows);
         let util = d.utilization_rates().ok();
         let mem = d.memory_info().ok();
         let mut s = GpuSample {
             index,
-            uuid: d.uuid().unwrap_or_default(),
+            uuid,
             name: d.name().unwrap_or_default(),
             pci_bus_id: d.pci_info().map(|p| p.bus_id).unwrap_or_default(),
             utilization_gpu_percent: util.as_ref().map(|u| u.gpu),
@@ -87,12 +158,12 @@ impl NvmlSource {
             memory_used_bytes: mem.as_ref().map(|m| m.used),
             memory_total_bytes: mem.as_ref().map(|m| m.total),
             power_usage_milliwatts: ok(d.power_usage()),
-            total_energy_millijoules: d.total_energy_consumption().ok(),
+            total_energy_millijoules: energy,
             temperature_gpu_celsius: ok(d.temperature(TemperatureSensor::Gpu)),
             clock_sm_mhz: ok(d.clock_info(Clock::SM)),
             clock_memory_mhz: ok(d.clock_info(Clock::Memory)),
-            clock_sm_max_mhz: ok(d.max_clock_info(Clock::SM)),
-            clock_memory_max_mhz: ok(d.max_clock_info(Clock::Memory)),
+            clock_sm_max_mhz: max_sm,
+            clock_memory_max_mhz: max_memory,
             pcie_link_gen_current: ok(d.current_pcie_link_gen()),
             pcie_link_gen_max: ok(d.max_pcie_link_gen()),
             pcie_link_width_current: ok(d.current_pcie_link_width()),
@@ -202,10 +273,11 @@ impl GpuSource for NvmlSource {
             source: std::io::Error::other(e.to_string()),
         })?;
         let mut out = Vec::with_capacity(n as usize);
+        let now = Instant::now();
         for i in 0..n {
             // A GPU that fell off the bus answers errors; skip it and keep the others.
             match self.nvml.device_by_index(i) {
-                Ok(d) => out.push(self.sample(i, &d)),
+                Ok(d) => out.push(self.sample(i, &d, now)),
                 Err(e) => tracing::debug!("gpu {i}: {e}"),
             }
         }
@@ -288,6 +360,42 @@ mod tests {
         gpu_map::push_sample(&gpus[0], &mut direct);
         assert!(out.sample_count() > 0);
         assert_eq!(out.sample_count(), direct.sample_count());
+    }
+
+    #[test]
+    fn slow_fields_are_read_once_per_board_and_energy_once_per_interval() {
+        let t0 = Instant::now();
+        let (mut max_reads, mut energy_reads) = (0, 0);
+        let mut slow = Slow::default();
+        let at = |slow: &mut Slow, uuid: &str, ms: u64, max_reads: &mut u32, e: &mut u32| {
+            slow.refresh(
+                uuid,
+                t0 + Duration::from_millis(ms),
+                || {
+                    *max_reads += 1;
+                    (Some(1980), Some(3201))
+                },
+                || {
+                    *e += 1;
+                    Some(1000 + ms)
+                },
+            );
+        };
+        // Scrapes every 100 ms for 2.5 s: max clocks once, energy at 0, 1000 and 2000 ms.
+        for ms in (0..=2500).step_by(100) {
+            at(&mut slow, "GPU-a", ms, &mut max_reads, &mut energy_reads);
+        }
+        assert_eq!((max_reads, energy_reads), (1, 3));
+        assert_eq!(slow.max_clocks, (Some(1980), Some(3201)));
+        assert_eq!(
+            slow.energy,
+            Some(3000),
+            "the last read is served between reads"
+        );
+        // Another board at the index: its max clocks and energy are read at once.
+        at(&mut slow, "GPU-b", 2600, &mut max_reads, &mut energy_reads);
+        assert_eq!((max_reads, energy_reads), (2, 4));
+        assert_eq!(slow.energy, Some(3600));
     }
 
     /// Without the driver (this host has none) the collector is built, and reports
