@@ -2,6 +2,7 @@
 """Timeline plots of a recorded evaluation run: one PNG per fault.
 
     timeline.py DIR [--analyzer NAME] [--faults a,b] [--out DIR] [--before 40] [--after 60]
+                    [--replay-raw FILE]
 
 DIR is a finished `scripts/evaluate.sh --keep-data` run. For each fault, from `--before`
 seconds before it to `--after` seconds after it, two panels:
@@ -14,7 +15,9 @@ seconds before it to `--after` seconds after it, two panels:
 
 The injected interval is shaded, and the `RevealAnomaly` alerts Alertmanager held (first
 seen to gone, from alerts.json) are drawn as bars above the scores, labelled with their
-subsystem. Needs matplotlib (python3-matplotlib) and Prometheus. Writes
+subsystem. A run with no live analyzer (`scripts/gpu_case.sh`) is drawn from a replay instead:
+`--replay-raw FILE` is `replay.py --raw FILE`'s output, whose window lines give the scores and
+whose episodes (opened to closed) stand for the alerts. Needs matplotlib (python3-matplotlib) and Prometheus. Writes
 OUT/timeline-FAULT.png (OUT defaults to DIR), numbering repeats of a fault.
 """
 
@@ -36,6 +39,7 @@ BUSY = 'sum without (cpu) (rate(reveal_cpu_time_seconds_total{mode!="idle"}[1s])
 NET_RX = 'rate(reveal_cpu_softirqs_total{type="NET_RX"}[1s])'
 RETRANS = 'rate(reveal_network_protocol_events_total{field="RetransSegs"}[1s])'
 TX = 'rate(reveal_network_transmit_bytes_total{device=~"rve.*"}[1s])'
+GPU = 'sum by (gpu) (reveal_gpu_power_watts) or sum by (gpu, clock) (reveal_gpu_clock_hertz{clock="sm"}) / 1e6'
 CHANNELS = {
     "cpu_saturation": (BUSY, "CPU time by mode, cores"),
     "memory_bandwidth": (BUSY, "CPU time by mode, cores"),
@@ -48,6 +52,8 @@ CHANNELS = {
     "packet_loss_0.5pct": (RETRANS, "TCP retransmitted segments/s"),
     "packet_loss_0.1pct": (RETRANS, "TCP retransmitted segments/s"),
     "one_flow": (TX, "background transfer, bytes/s sent"),
+    "gpu_power_cap": (GPU, "GPU power (W: gpu=0) and SM clock (MHz: clock=sm)"),
+    "gpu_clock_lock": (GPU, "GPU power (W: gpu=0) and SM clock (MHz: clock=sm)"),
 }
 DETECTORS = ("zscore", "pca", "iforest")
 
@@ -62,6 +68,28 @@ def query_range(url, expr, start_s, end_s, step=0.1):
         name = ",".join("%s=%s" % kv for kv in sorted(labels.items())) or expr[:30]
         out.append((name, [float(t) for t, _ in s["values"]], [float(v) for _, v in s["values"]]))
     return out
+
+
+def from_replay(path):
+    """Scores and episodes of a replay's raw output, in the shapes of series.json and
+    alerts.json."""
+    series, alerts = {}, []
+    for line in open(path):
+        parts = line.split()
+        if parts[:2] == ["EPISODE", "open"]:
+            alerts.append({"alertname": "RevealAnomaly", "first_seen_ms": int(parts[3]) * 1000,
+                           "gone_ms": None, "subsystem": parts[5].strip("[]")})
+        elif parts[:2] == ["EPISODE", "close"] and alerts:
+            alerts[-1]["gone_ms"] = int(parts[3]) * 1000
+        elif len(parts) >= 3 and parts[2].startswith("agreement="):
+            t = float(parts[1]) * 1000
+            series.setdefault("reveal_anomaly_agreement", []).append((t, int(parts[2].split("=")[1])))
+            for kv in parts[3:]:
+                if kv == "|":
+                    break
+                k, _, v = kv.partition("=")
+                series.setdefault("score:%s@replay" % k, []).append((t, float(v)))
+    return series, alerts
 
 
 def main():
@@ -82,15 +110,19 @@ def main():
     before = float(take_option(args, "--before", "40"))
     after = float(take_option(args, "--after", "60"))
     out_dir = take_option(args, "--out", None)
+    replay_raw = take_option(args, "--replay-raw", None)
     d = args[0]
     run = json.load(open(os.path.join(d, "run.json")))
     faults = json.load(open(os.path.join(d, "faults.json")))
-    a = next((x for x in run["analyzers"] if analyzer in (None, x["name"])), None)
-    if a is None:
-        sys.exit("timeline: no analyzer %s in %s" % (analyzer, d))
-    adir = os.path.join(d, "analyzers", a["name"])
-    series = json.load(open(os.path.join(adir, "series.json")))
-    alerts = [x for x in json.load(open(os.path.join(adir, "alerts.json"))) if x["alertname"] == "RevealAnomaly"]
+    if replay_raw:
+        series, alerts = from_replay(replay_raw)
+    else:
+        a = next((x for x in run["analyzers"] if analyzer in (None, x["name"])), None)
+        if a is None:
+            sys.exit("timeline: no analyzer %s in %s (a run without one: --replay-raw)" % (analyzer, d))
+        adir = os.path.join(d, "analyzers", a["name"])
+        series = json.load(open(os.path.join(adir, "series.json")))
+        alerts = [x for x in json.load(open(os.path.join(adir, "alerts.json"))) if x["alertname"] == "RevealAnomaly"]
     out_dir = out_dir or d
     os.makedirs(out_dir, exist_ok=True)
     data = os.path.join(d, "prometheus-data")

@@ -160,7 +160,7 @@ gpu_metric!(
     "reveal_gpu_energy",
     Unit::Joules,
     [],
-    "Energy used by the board since the driver was loaded."
+    "Energy used by the board since the driver was loaded; read at most once a second (NVML takes milliseconds to answer it)."
 );
 gpu_metric!(
     TEMPERATURE,
