@@ -15,21 +15,35 @@ Prints one line per replay and the totals: faults alerted within 10 s and attrib
 episodes in the fault-free periods and per hour, fault-free windows flagged by two
 detectors, the median of the replays' median latencies, and how soon the alerted faults'
 episodes closed after their end (median, how many after more than 30 s, how many never).
+
+Then, per recording, where its fault-free flags come from: of the windows every phase scored,
+how many were flagged in k of the phases. A window flagged at every phase is flagged whatever
+the fits saw: the host did something there (a write-back, a storage stall). A window flagged
+at one phase only is the fits' part: one draw of a young baseline's bars. Last, the flagged
+share by the baseline's age when each window was scored (5-minute bins from the replay's start
+of learning: the evaluation starts from an empty Prometheus, so its baseline grows from the
+5-minute warm-up to the full 30 minutes during the fault-free period).
 """
 
+import collections
+import json
 import os
 import re
 import statistics
 import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def replay(dir_, config, binary, phase):
-    out = subprocess.run(
-        [sys.executable, os.path.join(HERE, "replay.py"), dir_, config, "--replay", binary,
-         "--phase", str(phase)], capture_output=True, text=True)
+    with tempfile.NamedTemporaryFile(prefix="reveal-phase-", suffix=".txt") as raw:
+        out = subprocess.run(
+            [sys.executable, os.path.join(HERE, "replay.py"), dir_, config, "--replay", binary,
+             "--phase", str(phase), "--raw", raw.name], capture_output=True, text=True)
+        flagged_at = fault_free_flags(dir_, raw.name) if out.returncode == 0 else {}
+    learn_from = json.load(open(os.path.join(dir_, "run.json")))["analyzers_started_ms"] // 1000 + phase
     text = out.stdout + out.stderr
     faults = re.search(r"attributed: (\d+) of (\d+); median latency ([0-9.–]+)", text)
     free = re.search(r"fault-free: (\d+) episodes in ([0-9.]+) min .*?, (\d+) of (\d+) windows", text)
@@ -54,7 +68,31 @@ def replay(dir_, config, binary, phase):
         "latency": None if faults.group(3) == "–" else float(faults.group(3)),
         "episodes": int(free.group(1)), "minutes": float(free.group(2)),
         "flagged": int(free.group(3)), "windows": int(free.group(4)),
+        "flagged_at": flagged_at, "learn_from": learn_from,
     }
+
+
+def fault_free_flags(dir_, raw):
+    """Each fault-free window the replay scored (its end, in s) and whether two detectors
+    flagged it, from the replay's own output (the window lines of `online_replay`)."""
+    run = json.load(open(os.path.join(dir_, "run.json")))
+    lo, hi = run["fault_free"]["start_ms"] // 1000, run["fault_free"]["end_ms"] // 1000
+    flags = {}
+    for line in open(raw):
+        parts = line.split()
+        if len(parts) >= 3 and parts[2].startswith("agreement="):
+            end = int(float(parts[1]))
+            if lo < end <= hi:
+                flags[end] = int(parts[2].split("=")[1]) >= 2
+    return flags
+
+
+def by_phase_count(replays):
+    """Of the fault-free windows every replay of one recording scored: how many were flagged in
+    k of the replays (k → windows), and how many there were."""
+    common = set.intersection(*(set(r["flagged_at"]) for r in replays))
+    counts = collections.Counter(sum(r["flagged_at"][t] for r in replays) for t in common)
+    return counts, len(common)
 
 
 def main():
@@ -80,17 +118,42 @@ def main():
         sys.exit("phases: no recorded run given")
     phases = [int(p) for p in opts["--phases"].split(",")]
     label = opts["--label"] or os.path.basename(config)
-    rows = []
+    rows, per_dir = [], []
     for d in dirs:
+        mine = []
         for p in phases:
             r = replay(d, config, opts["--replay"], p)
             rows.append(r)
+            mine.append(r)
             print("%s %s +%ds: faults %d/%d, median latency %s s | fault-free: %d episodes in %.0f min, "
                   "%d of %d windows flagged (%.2f%%)" % (
                       label, os.path.basename(os.path.normpath(d)), p, r["found"], r["faults"],
                       "%.1f" % r["latency"] if r["latency"] is not None else "–", r["episodes"],
                       r["minutes"], r["flagged"], r["windows"], 100.0 * r["flagged"] / max(1, r["windows"])),
                   flush=True)
+        per_dir.append((d, mine))
+    # Where the fault-free flags come from, per recording.
+    for d, mine in per_dir:
+        counts, n = by_phase_count(mine)
+        k = len(mine)
+        if not n:
+            continue
+        flags = sum(j * c for j, c in counts.items())
+        every = counts.get(k, 0) * k
+        print("%s %s fault-free windows scored at every phase: %d; flagged in k of %d phases: %s; "
+              "flags on windows flagged at every phase: %d of %d; the rest: %.2f%% of windows" % (
+                  label, os.path.basename(os.path.normpath(d)), n, k,
+                  ", ".join("%d: %d" % (j, counts.get(j, 0)) for j in range(1, k + 1)),
+                  every, flags, 100.0 * (flags - every) / (n * k)))
+    # Flagged share by the baseline's age.
+    ages = collections.defaultdict(lambda: [0, 0])
+    for r in rows:
+        for end, flagged in r["flagged_at"].items():
+            a = ages[(end - r["learn_from"]) // 300 * 5]
+            a[0] += flagged
+            a[1] += 1
+    print("%s flagged by the baseline's age: %s" % (label, "; ".join(
+        "%d-%d min %d of %d (%.2f%%)" % (m, m + 5, f, n, 100.0 * f / n) for m, (f, n) in sorted(ages.items()))))
     # Faults missed (not alerted within 10 s and attributed), by name.
     missed = {}
     for r in rows:
