@@ -43,7 +43,8 @@ def replay(dir_, config, binary, phase):
             [sys.executable, os.path.join(HERE, "replay.py"), dir_, config, "--replay", binary,
              "--phase", str(phase), "--raw", raw.name], capture_output=True, text=True)
         flagged_at = fault_free_flags(dir_, raw.name) if out.returncode == 0 else {}
-    learn_from = json.load(open(os.path.join(dir_, "run.json")))["analyzers_started_ms"] // 1000 + phase
+    run = json.load(open(os.path.join(dir_, "run.json")))
+    learn_from = run["analyzers_started_ms"] // 1000 - run.get("history_s", 0) + phase
     text = out.stdout + out.stderr
     faults = re.search(r"attributed: (\d+) of (\d+); median latency ([0-9.–]+)", text)
     free = re.search(r"fault-free: (\d+) episodes in ([0-9.]+) min .*?, (\d+) of (\d+) windows", text)
