@@ -21,8 +21,8 @@ how many were flagged in k of the phases. A window flagged at every phase is fla
 the fits saw: the host did something there (a write-back, a storage stall). A window flagged
 at one phase only is the fits' part: one draw of a young baseline's bars. Last, the flagged
 share by the baseline's age when each window was scored (5-minute bins from the replay's start
-of learning: the evaluation starts from an empty Prometheus, so its baseline grows from the
-5-minute warm-up to the full 30 minutes during the fault-free period).
+of learning: a run without `evaluate.sh --history` starts from an empty Prometheus, so its
+baseline grows from the 5-minute warm-up to the full 30 minutes during the fault-free period).
 """
 
 import collections
@@ -38,12 +38,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def replay(dir_, config, binary, phase):
+    run = json.load(open(os.path.join(dir_, "run.json")))
     with tempfile.NamedTemporaryFile(prefix="reveal-phase-", suffix=".txt") as raw:
         out = subprocess.run(
             [sys.executable, os.path.join(HERE, "replay.py"), dir_, config, "--replay", binary,
              "--phase", str(phase), "--raw", raw.name], capture_output=True, text=True)
-        flagged_at = fault_free_flags(dir_, raw.name) if out.returncode == 0 else {}
-    run = json.load(open(os.path.join(dir_, "run.json")))
+        flagged_at = fault_free_flags(run, raw.name) if out.returncode == 0 else {}
     learn_from = run["analyzers_started_ms"] // 1000 - run.get("history_s", 0) + phase
     text = out.stdout + out.stderr
     faults = re.search(r"attributed: (\d+) of (\d+); median latency ([0-9.–]+)", text)
@@ -73,10 +73,10 @@ def replay(dir_, config, binary, phase):
     }
 
 
-def fault_free_flags(dir_, raw):
-    """Each fault-free window the replay scored (its end, in s) and whether two detectors
-    flagged it, from the replay's own output (the window lines of `online_replay`)."""
-    run = json.load(open(os.path.join(dir_, "run.json")))
+def fault_free_flags(run, raw):
+    """Each fault-free window of `run` (its run.json) the replay scored (its end, in s) and
+    whether two detectors flagged it, from the replay's own output (the window lines of
+    `online_replay`)."""
     lo, hi = run["fault_free"]["start_ms"] // 1000, run["fault_free"]["end_ms"] // 1000
     flags = {}
     for line in open(raw):
