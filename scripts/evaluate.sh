@@ -8,7 +8,7 @@
 #
 #   scripts/evaluate.sh                       # deploy defaults: 5 min warm-up, 30 min fault-free, 6 faults
 #   scripts/evaluate.sh --quick               # smoke run (~11 min): warm-up 1m, baseline 3m, 3 min fault-free
-#   scripts/evaluate.sh --history 30          # the analyzers join a Prometheus that holds 30 min of the host
+#   scripts/evaluate.sh --baseline-age 30     # fault-free period scored on a full 30-minute baseline
 #   scripts/evaluate.sh --analyzer new=target/release/reveal-analyzer \
 #                       --analyzer old=/tmp/reveal-before/reveal-analyzer   # side by side
 #
@@ -20,13 +20,12 @@
 #                          (its ports are rewritten the same way); two metric sets side by side
 #   --exporter PATH        exporter binary (default target/release/reveal-exporter)
 #   --fault-free MINUTES   fault-free period after the warm-up (default 30)
-#   --history MINUTES      start the analyzers only after Prometheus has held this many minutes of
-#                          the host under the background (default 0: they start with it). An
-#                          analyzer added beside a running Prometheus reads the last `baseline` of
-#                          history at start, so with 30 its first fit already holds the full 30
-#                          minutes and there is no warm-up: the usual deployment. 0 measures the
-#                          cold start, where the baseline grows from 5 to 30 minutes during the
-#                          fault-free period
+#   --baseline-age MINUTES the fault-free period starts once the analyzers have run this long
+#                          (default 0: right after the warm-up), so it is scored on a baseline at
+#                          least this old. With 30 it is the full deploy baseline, as for an
+#                          analyzer that has run a while or joined a Prometheus with history; 0
+#                          measures the cold start, where the baseline grows from 5 to 30 minutes
+#                          during the fault-free period. What is raised before does not count
 #   --gap SECONDS          quiet seconds between faults, and after the last one (default 90)
 #   --fault-seconds N      length of each fault (default 20)
 #   --faults LIST          comma-separated faults, in the given order (default:
@@ -131,7 +130,7 @@ ANALYZERS=()
 A_CONFIGS=()
 EXPORTER="target/release/reveal-exporter"
 FAULT_FREE_MIN=30
-HISTORY_MIN=0
+AGE_MIN=0
 GAP=90
 FAULT_SECONDS=20
 OUT=""
@@ -152,7 +151,7 @@ while [ $# -gt 0 ]; do
     --analyzer-config) arg "$@"; A_CONFIGS+=("$2"); shift ;;
     --exporter) arg "$@"; EXPORTER="$2"; shift ;;
     --fault-free) arg "$@"; FAULT_FREE_MIN="$2"; shift ;;
-    --history) arg "$@"; HISTORY_MIN="$2"; shift ;;
+    --baseline-age) arg "$@"; AGE_MIN="$2"; shift ;;
     --gap) arg "$@"; GAP="$2"; shift ;;
     --fault-seconds) arg "$@"; FAULT_SECONDS="$2"; shift ;;
     --faults) arg "$@"; FAULTS="$2"; shift ;;
@@ -167,7 +166,7 @@ while [ $# -gt 0 ]; do
 done
 [ ${#ANALYZERS[@]} -gt 0 ] || ANALYZERS=("reveal=target/release/reveal-analyzer")
 [[ "$FAULT_FREE_MIN" =~ ^[0-9]+$ ]] || die "--fault-free takes whole minutes"
-[[ "$HISTORY_MIN" =~ ^[0-9]+$ ]] || die "--history takes whole minutes"
+[[ "$AGE_MIN" =~ ^[0-9]+$ ]] || die "--baseline-age takes whole minutes"
 [[ "$GAP" =~ ^[0-9]+$ ]] && [ "$GAP" -ge 10 ] || die "--gap takes seconds, at least 10"
 [[ "$FAULT_SECONDS" =~ ^[0-9]+$ ]] && [ "$FAULT_SECONDS" -ge 1 ] && [ "$FAULT_SECONDS" -le 600 ] ||
   die "--fault-seconds: 1 to 600"
@@ -235,7 +234,7 @@ mkdir -p "$TMPD" "$OUT/analyzers"
 if [ "$QUICK" = 1 ]; then WARMUP=60; else WARMUP=300; fi
 NF=${#FAULT_LIST[@]}
 # Every loop and the poller stop by this time at the latest, whatever happens to this script.
-DEADLINE=$(( $(now_s) + 120 + HISTORY_MIN * 60 + 3 * WARMUP + 300 + FAULT_FREE_MIN * 60 + NF * (FAULT_SECONDS + GAP + 5) + GAP + 600 ))
+DEADLINE=$(( $(now_s) + 120 + AGE_MIN * 60 + 3 * WARMUP + 300 + FAULT_FREE_MIN * 60 + NF * (FAULT_SECONDS + GAP + 5) + GAP + 600 ))
 
 # ---- bookkeeping and cleanup ------------------------------------------------------------------------
 
@@ -312,7 +311,7 @@ wait_http() {
 
 log "reveal evaluation: out $OUT; analyzers: $(for ((i = 0; i < NA; i++)); do printf '%s=%s ' "${A_NAMES[i]}" "${A_BINS[i]}"; done)"
 for s in "${SKIPPED[@]+"${SKIPPED[@]}"}"; do log "WARNING: SKIPPED fault ${s%%:*}: ${s#*: }"; done
-log "plan: history ${HISTORY_MIN} min, warm-up ${WARMUP}s, fault-free ${FAULT_FREE_MIN} min, faults (${FAULT_SECONDS}s each, ${GAP}s gaps): ${FAULT_LIST[*]}"
+log "plan: warm-up ${WARMUP}s, baseline at least ${AGE_MIN} min old, fault-free ${FAULT_FREE_MIN} min, faults (${FAULT_SECONDS}s each, ${GAP}s gaps): ${FAULT_LIST[*]}"
 
 # ---- 1. the storage fault's file, written and flushed before anything watches -----------------------
 
@@ -399,22 +398,7 @@ setsid python3 "$HELPERS/poll.py" --deadline "$DEADLINE" "${POLL_ARGS[@]}" >"$OU
 POLLER=$!
 log "phase polling: Alertmanager API v2 of every analyzer, every 1 s"
 
-# ---- 4. history, then the analyzers ----------------------------------------------------------------------
-
-if [ "$HISTORY_MIN" -gt 0 ]; then
-  HISTORY_END_S=$(( $(now_s) + HISTORY_MIN * 60 ))
-  log "phase history: ${HISTORY_MIN} min of the host under the background in Prometheus before any analyzer starts (until $(date -d "@$HISTORY_END_S" +%T))"
-  LAST_NOTE=$(now_s)
-  while [ "$(now_s)" -lt "$HISTORY_END_S" ]; do
-    alive "$EXPORTER_PID" || die "the exporter exited (log: $OUT/exporter.log)"
-    alive "$PROM_PID" || die "Prometheus exited (log: $OUT/prometheus.log)"
-    if [ $(( $(now_s) - LAST_NOTE )) -ge 60 ]; then
-      LAST_NOTE=$(now_s)
-      log "history: $(( (HISTORY_END_S - $(now_s) + 59) / 60 )) min left"
-    fi
-    sleep 1
-  done
-fi
+# ---- 4. analyzers ------------------------------------------------------------------------------------------
 
 # deploy/analyzer.yml as is, with this run's ports; --quick sets analysis.warmup and .baseline.
 analyzer_config() { # PORT AM_PORT RECV_PORT CONFIG
@@ -486,6 +470,20 @@ while :; do
   sleep 1
 done
 log "warm-up done: every analyzer fitted its first baseline"
+# The baseline grows by the refits until it is --baseline-age old; nothing raised before counts.
+AGE_END_S=$(( A_STARTED_MS / 1000 + AGE_MIN * 60 ))
+if [ "$(now_s)" -lt "$AGE_END_S" ]; then
+  log "phase baseline: the analyzers learn until their baseline is ${AGE_MIN} min old (until $(date -d "@$AGE_END_S" +%T)); not scored"
+  LAST_NOTE=$(now_s)
+  while [ "$(now_s)" -lt "$AGE_END_S" ]; do
+    check_alive
+    if [ $(( $(now_s) - LAST_NOTE )) -ge 60 ]; then
+      LAST_NOTE=$(now_s)
+      log "baseline: $(( (AGE_END_S - $(now_s) + 59) / 60 )) min left; $(alert_counts)"
+    fi
+    sleep 1
+  done
+fi
 
 # ---- 5. fault-free period ----------------------------------------------------------------------------------
 
@@ -617,7 +615,7 @@ python3 -c 'import json,sys; print(json.dumps([json.loads(l) for l in open(sys.a
   printf '{\n "host": "%s", "nproc": %s, "kernel": "%s",\n' "$(hostname)" "$(nproc)" "$(uname -r)"
   printf ' "mode": "%s", "fault_seconds": %s, "gap": %s, "warmup_s": %s,\n' \
     "$([ "$QUICK" = 1 ] && echo "quick (warm-up 1m, baseline 3m)" || echo "deploy defaults")" "$F" "$GAP" "$WARMUP"
-  printf ' "started_ms": %s, "analyzers_started_ms": %s, "history_s": %s,\n' "$START_MS" "$A_STARTED_MS" "$((HISTORY_MIN * 60))"
+  printf ' "started_ms": %s, "analyzers_started_ms": %s, "baseline_age_s": %s,\n' "$START_MS" "$A_STARTED_MS" "$((AGE_MIN * 60))"
   printf ' "fault_free": {"start_ms": %s, "end_ms": %s}, "end_ms": %s,\n' "$FF_START_MS" "$FF_END_MS" "$END_MS"
   printf ' "skipped": ['
   for ((i = 0; i < ${#SKIPPED[@]}; i++)); do

@@ -21,8 +21,8 @@ how many were flagged in k of the phases. A window flagged at every phase is fla
 the fits saw: the host did something there (a write-back, a storage stall). A window flagged
 at one phase only is the fits' part: one draw of a young baseline's bars. Last, the flagged
 share by the baseline's age when each window was scored (5-minute bins from the replay's start
-of learning: a run without `evaluate.sh --history` starts from an empty Prometheus, so its
-baseline grows from the 5-minute warm-up to the full 30 minutes during the fault-free period).
+of learning: without `evaluate.sh --baseline-age` the fault-free period starts at the end of
+the 5-minute warm-up, so its baseline grows from 5 to the full 30 minutes during it).
 """
 
 import collections
@@ -44,7 +44,7 @@ def replay(dir_, config, binary, phase):
             [sys.executable, os.path.join(HERE, "replay.py"), dir_, config, "--replay", binary,
              "--phase", str(phase), "--raw", raw.name], capture_output=True, text=True)
         flagged_at = fault_free_flags(run, raw.name) if out.returncode == 0 else {}
-    learn_from = run["analyzers_started_ms"] // 1000 - run.get("history_s", 0) + phase
+    learn_from = run["analyzers_started_ms"] // 1000 + phase
     text = out.stdout + out.stderr
     faults = re.search(r"attributed: (\d+) of (\d+); median latency ([0-9.–]+)", text)
     free = re.search(r"fault-free: (\d+) episodes in ([0-9.]+) min .*?, (\d+) of (\d+) windows", text)

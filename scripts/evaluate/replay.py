@@ -139,10 +139,9 @@ def main():
         cfg_text = re.sub(r"(prometheus:\s*\n(?:\s*#.*\n)*\s*url:\s*)\S+", r"\g<1>" + url, cfg_text, count=1)
         cfg = os.path.join(tmp, "analyzer.yml")
         open(cfg, "w").write(cfg_text)
-        # The warm-up is learned, as the live analyzer learned it (with the history it read at
-        # start, `evaluate.sh --history`); scoring starts where the live analyzer's did, at
-        # the fault-free period.
-        learn_from = run["analyzers_started_ms"] // 1000 - run.get("history_s", 0) + phase
+        # The warm-up is learned, as the live analyzer learned it; scoring starts where the
+        # live analyzer's did, at the fault-free period.
+        learn_from = run["analyzers_started_ms"] // 1000 + phase
         score_from = run["fault_free"]["start_ms"] // 1000
         until = run["end_ms"] // 1000
         t0 = time.time()
