@@ -470,19 +470,25 @@ while :; do
   sleep 1
 done
 log "warm-up done: every analyzer fitted its first baseline"
+# watch_until END_S LABEL: until the unix time END_S, checks every process each second and logs
+# the minutes left and the alerts so far once a minute.
+watch_until() {
+  local note
+  note=$(now_s)
+  while [ "$(now_s)" -lt "$1" ]; do
+    check_alive
+    if [ $(( $(now_s) - note )) -ge 60 ]; then
+      note=$(now_s)
+      log "$2: $(( ($1 - $(now_s) + 59) / 60 )) min left; $(alert_counts)"
+    fi
+    sleep 1
+  done
+}
 # The baseline grows by the refits until it is --baseline-age old; nothing raised before counts.
 AGE_END_S=$(( A_STARTED_MS / 1000 + AGE_MIN * 60 ))
 if [ "$(now_s)" -lt "$AGE_END_S" ]; then
   log "phase baseline: the analyzers learn until their baseline is ${AGE_MIN} min old (until $(date -d "@$AGE_END_S" +%T)); not scored"
-  LAST_NOTE=$(now_s)
-  while [ "$(now_s)" -lt "$AGE_END_S" ]; do
-    check_alive
-    if [ $(( $(now_s) - LAST_NOTE )) -ge 60 ]; then
-      LAST_NOTE=$(now_s)
-      log "baseline: $(( (AGE_END_S - $(now_s) + 59) / 60 )) min left; $(alert_counts)"
-    fi
-    sleep 1
-  done
+  watch_until "$AGE_END_S" baseline
 fi
 
 # ---- 5. fault-free period ----------------------------------------------------------------------------------
@@ -490,15 +496,7 @@ fi
 FF_START_MS=$(now_ms)
 FF_END_S=$(( $(now_s) + FAULT_FREE_MIN * 60 ))
 log "phase fault-free: ${FAULT_FREE_MIN} min with the background only (until $(date -d "@$FF_END_S" +%T))"
-LAST_NOTE=$(now_s)
-while [ "$(now_s)" -lt "$FF_END_S" ]; do
-  check_alive
-  if [ $(( $(now_s) - LAST_NOTE )) -ge 60 ]; then
-    LAST_NOTE=$(now_s)
-    log "fault-free: $(( (FF_END_S - $(now_s) + 59) / 60 )) min left; $(alert_counts)"
-  fi
-  sleep 1
-done
+watch_until "$FF_END_S" fault-free
 FF_END_MS=$(now_ms)
 log "fault-free done: $(alert_counts)"
 
