@@ -5,7 +5,9 @@
 # limit for a while (`nvidia-smi -pl`), then its SM clock is locked at half its maximum
 # (`nvidia-smi -lgc`). The job keeps the GPU fully busy through both: only power, clocks,
 # throttle reasons and the job's own step rate change. A fault the driver refuses is skipped
-# and listed as such.
+# and listed as such. Last, a neighbour keeps every host CPU busy (one bounded busy loop per
+# CPU) while the job runs: a CPU fault on a many-core GPU host, which the job's own thread
+# competes with.
 #
 # The real exporter is scraped every 100 ms by a real Prometheus (series of the metric names
 # the analyzer's metric set uses are kept). The run is written in scripts/evaluate.sh's
@@ -16,7 +18,7 @@
 #   python3 scripts/evaluate/replay.py DIR deploy/analyzer.yml     # on any host, no GPU needed
 #
 # Defaults: exporter target/release/reveal-exporter, warm-up 320 s (the deploy default's first
-# fit is at 5 min), 40 s fault-free, 20 s faults, 40 s gaps: about 8 minutes. --record BIN is
+# fit is at 5 min), 40 s fault-free, 20 s faults, 40 s gaps: about 9 minutes. --record BIN is
 # the exporter's `gpu_record` example: NVML fixtures are then recorded idle, under the job and
 # during each fault (DIR/nvml-*.json, the format of exporter/tests/fixtures/nvml/).
 # DIR also holds host.txt (driver, GPU, NUMA nodes, cpufreq, PMUs), the exporter's exposition
@@ -134,7 +136,7 @@ STARTED=$(now_ms)
 log "exporter :$EPORT, prometheus :$PPORT scraping every 100 ms"
 
 # ---- the job, the warm-up, the faults ----------------------------------------------------------
-TOTAL=$((15 + WARMUP + FAULT_FREE + 2 * (FAULT_SECONDS + GAP) + 5))
+TOTAL=$((15 + WARMUP + FAULT_FREE + 3 * (FAULT_SECONDS + GAP) + 5))
 python3 "$ROOT/scripts/gpu_load.py" "$TOTAL" "$OUT/job.log" > "$OUT/job.err" 2>&1 &
 PIDS+=($!)
 JOB=$!
@@ -147,7 +149,7 @@ sleep $((WARMUP / 2)); record load; sleep $((WARMUP - WARMUP / 2))
 FF_START=$(now_ms); sleep "$FAULT_FREE"; FF_END=$(now_ms)
 
 FAULTS="[" SKIPPED="[" SEP="" SSEP=""
-fault() { # NAME APPLY_CMD RESTORE_CMD DESCRIPTION
+fault() { # NAME APPLY_CMD RESTORE_CMD DESCRIPTION [EXPECTED_SUBSYSTEM]
   local s e
   s=$(now_ms)
   if ! out=$(eval "$2" 2>&1); then
@@ -159,7 +161,7 @@ fault() { # NAME APPLY_CMD RESTORE_CMD DESCRIPTION
   sleep $((FAULT_SECONDS / 2)); record "$1"; sleep $((FAULT_SECONDS - FAULT_SECONDS / 2))
   eval "$3" >/dev/null 2>&1 || log "restoring after $1 failed: $3"
   e=$(now_ms)
-  FAULTS+="$SEP{\"name\":\"$1\",\"expected\":[\"gpu\"],\"start_ms\":$s,\"end_ms\":$e,\"command\":\"$4\"}"
+  FAULTS+="$SEP{\"name\":\"$1\",\"expected\":[\"${5:-gpu}\"],\"start_ms\":$s,\"end_ms\":$e,\"command\":\"$4\"}"
   SEP=","
   sleep "$GAP"
 }
@@ -168,6 +170,10 @@ fault gpu_power_cap "nvidia-smi -pl $MIN_PL" "nvidia-smi -pl $DEFAULT_PL" \
 HALF=$((MAX_SM / 2))
 fault gpu_clock_lock "nvidia-smi -lgc $HALF,$HALF" "nvidia-smi -rgc" \
   "nvidia-smi -lgc $HALF,$HALF (max $MAX_SM MHz) during the job"
+# Each loop ends by itself after the fault's length (timeout), should the restore not run.
+BURN="for _ in \$(seq $(nproc)); do timeout $((FAULT_SECONDS + 5)) sh -c 'while :; do :; done' reveal_cpu_burn >/dev/null 2>&1 & done"
+fault cpu_contention "$BURN" "pkill -f reveal_cpu_burn" \
+  "$(nproc) busy loops, one per CPU, beside the job" cpu
 END=$(now_ms)
 kill -0 $JOB 2>/dev/null || log "the job ended before the run did (job.err)"
 record after
