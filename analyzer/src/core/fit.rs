@@ -110,9 +110,6 @@ pub fn trimmed_rows(scores: &[f64]) -> Vec<usize> {
     keep
 }
 
-/// Percentile of the out-of-sample scores that the threshold is at least.
-const OUT_OF_SAMPLE_PERCENTILE: f64 = 99.0;
-
 /// How much higher a model scores windows it was not fitted on than the ones it was: the
 /// median of out-of-sample scores over the median of in-sample ones, at least 1 (1 without
 /// both). A model of many features fitted on a few hundred windows explains its own windows
@@ -140,10 +137,10 @@ pub const DETECTORS: [&str; 3] = ["zscore", "pca", "iforest"];
 ///    baseline. On a [`Baseline::Trailing`] one the windows scored later are new, and a
 ///    model scores new windows higher than its own: each of [`FOLDS`] folds is scored by a
 ///    model fitted on the other folds, and the threshold is raised by the ratio of those
-///    out-of-sample scores to the same models' in-sample scores ([`out_of_sample_gap`]).
-///    (The 99th percentile of the out-of-sample scores themselves is the maximum of a few
-///    hundred heavy-tailed values, and set thresholds an order of magnitude above the
-///    scores of ordinary windows.)
+///    out-of-sample scores to the same models' in-sample scores ([`out_of_sample_gap`]),
+///    and is at least the same percentile of those out-of-sample scores. (That percentile
+///    alone would not do on a short baseline: the maximum of a few hundred heavy-tailed
+///    values set thresholds an order of magnitude above the scores of ordinary windows.)
 ///
 /// A detector that cannot be fitted is left out and named in [`Fitted::not_fitted`]; an
 /// error when none could.
@@ -456,6 +453,40 @@ mod tests {
         // Marked, the bar is the host's: the same saturation passes it.
         let (score, held) = bars(&alerted);
         assert!(score > 1.1 * held, "{score} {held}");
+    }
+
+    #[test]
+    fn the_configured_percentile_sets_the_out_of_sample_floor_too() {
+        // At the 50th percentile, half of new windows from the baseline's own distribution
+        // pass each bar: the out-of-sample floor follows the configured percentile (a fixed
+        // 99th there would let about 1% through whatever was configured).
+        let mut s: u64 = 11;
+        let mut noise = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+        };
+        let base = Array2::from_shape_fn((600, 40), |_| noise());
+        let fresh = Array2::from_shape_fn((400, 40), |_| noise());
+        let mut set = DetectorsConfig::default();
+        set.zscore.threshold_percentile = 50.0;
+        set.pca.threshold_percentile = 50.0;
+        set.iforest.threshold_percentile = 50.0;
+        let f = fit_with(base.view(), &set, 3, 0, Baseline::Trailing).expect("fitted");
+        assert_eq!(f.detectors.len(), 3);
+        for c in &f.detectors {
+            let passed = fresh
+                .rows()
+                .into_iter()
+                .filter(|r| c.model.score(*r) > c.threshold)
+                .count();
+            assert!(
+                (100..=300).contains(&passed),
+                "{}: {passed} of 400 new windows pass a 50th-percentile bar",
+                c.model.name()
+            );
+        }
     }
 
     #[test]

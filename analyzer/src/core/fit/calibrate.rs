@@ -11,7 +11,7 @@ use ndarray::{Array2, ArrayView2, Axis, CowArray};
 
 use super::{
     folds, held_scores, most_held, out_of_sample_gap, tasks, trimmed, trimmed_rows, Baseline,
-    Calibrated, FOLDS, HELD_MIN_BLOCKS, OUT_OF_SAMPLE_PERCENTILE,
+    Calibrated, FOLDS, HELD_MIN_BLOCKS,
 };
 use crate::core::detect::{percentile, DetectError, Detector, DetectorsConfig, Fit};
 
@@ -227,17 +227,18 @@ impl<'a> Plan<'a> {
         }
         let held_out: Vec<f64> = unseen.iter().copied().filter(|v| v.is_finite()).collect();
         let gap = out_of_sample_gap(&seen, &held_out);
-        let threshold =
-            (model.threshold() * gap).max(percentile(&held_out, OUT_OF_SAMPLE_PERCENTILE));
+        // The out-of-sample floors are at the detector's own percentile, as its in-sample bar.
+        let q = set.threshold_percentile(name);
+        let threshold = (model.threshold() * gap).max(percentile(&held_out, q));
         // The held bar: the most the trimmed baseline's scores held over `hold` consecutive
         // windows (their minimum there), itself trimmed ([`most_held`]), raised by the same
-        // gap, and at least the 99th percentile of the same out of sample (trimmed too); none
+        // gap, and at least the same percentile of the same out of sample (trimmed too); none
         // on a short baseline ([`HELD_MIN_BLOCKS`]). The most, not a percentile: a held score
         // varies little, and its 99th percentile sits just above the host's ordinary level.
         let own = held_scores(&unheld(own), set.hold);
         let held = (set.hold >= 2 && own.len() >= HELD_MIN_BLOCKS * set.hold).then(|| {
             let unseen = held_scores(&unheld(unseen), set.hold);
-            (most_held(&own) * gap).max(percentile(&trimmed(&unseen), OUT_OF_SAMPLE_PERCENTILE))
+            (most_held(&own) * gap).max(percentile(&trimmed(&unseen), q))
         });
         Ok(Calibrated {
             model,
