@@ -208,6 +208,17 @@ def main():
             rho = spearman([x for x, _ in xs], [y for _, y in xs]) if len(xs) > 2 else None
             pairs.append("%s–%s %s" % (a, b, "%.2f" % rho if rho is not None else "n/a"))
     print("rank correlation of scores on fault-free windows: " + ", ".join(pairs))
+    # Each detector on its own: the share of fault-free windows whose score reached its bar
+    # (the printed score is over the bar; a held bar flags only after `hold` such windows, so
+    # this counts a little more than the detector's flags), and which pairs reach them together.
+    at_bar = [{k for k, v in w["scores"].items() if v >= 1.0} for w in fw]
+    if fw:
+        print("each detector at or above its bar on fault-free windows: " + ", ".join(
+            "%s %.2f%%" % (k, 100.0 * sum(k in a for a in at_bar) / len(fw)) for k in names))
+        several = [a for a in at_bar if len(a) >= 2]
+        together = ", ".join("%s and %s %d" % (a, b, sum(a in x and b in x for x in several))
+                             for i, a in enumerate(names) for b in names[i + 1:])
+        print("  two or more at their bars: %d windows (%s)" % (len(several), together))
     print("faults alerted ≤ %d s and attributed: %d of %d; median latency %s s; longest resolve %s s" % (
         EARLY_S, ok, len(faults), "%.1f" % statistics.median(latencies) if latencies else "–",
         "%.1f" % max(resolves) if resolves else "–"))
