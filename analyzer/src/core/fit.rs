@@ -455,18 +455,22 @@ mod tests {
         assert!(score > 1.1 * held, "{score} {held}");
     }
 
+    /// Uniform noise in [−0.5, 0.5) from a xorshift generator seeded with `s`.
+    fn uniform_noise(mut s: u64) -> impl FnMut() -> f64 {
+        move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+        }
+    }
+
     #[test]
     fn the_configured_percentile_sets_the_out_of_sample_floor_too() {
         // At the 50th percentile, half of new windows from the baseline's own distribution
         // pass each bar: the out-of-sample floor follows the configured percentile (a fixed
         // 99th there would let about 1% through whatever was configured).
-        let mut s: u64 = 11;
-        let mut noise = move || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-        };
+        let mut noise = uniform_noise(11);
         let base = Array2::from_shape_fn((600, 40), |_| noise());
         let fresh = Array2::from_shape_fn((400, 40), |_| noise());
         let mut set = DetectorsConfig::default();
@@ -493,13 +497,7 @@ mod tests {
     fn quiet_unseen_windows_stay_below_the_calibrated_thresholds() {
         // 300 baseline windows of 200 noisy features (more features than a quarter of the
         // windows), then 200 new windows from the same distribution.
-        let mut s: u64 = 7;
-        let mut noise = move || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-        };
+        let mut noise = uniform_noise(7);
         let base = Array2::from_shape_fn((300, 200), |_| noise());
         let f = fit(base.view(), 1, 0).expect("fitted");
         let fresh = Array2::from_shape_fn((200, 200), |_| noise());
