@@ -170,7 +170,7 @@ fault gpu_power_cap "nvidia-smi -pl $MIN_PL" "nvidia-smi -pl $DEFAULT_PL" \
 HALF=$((MAX_SM / 2))
 fault gpu_clock_lock "nvidia-smi -lgc $HALF,$HALF" "nvidia-smi -rgc" \
   "nvidia-smi -lgc $HALF,$HALF (max $MAX_SM MHz) during the job"
-# Each loop ends by itself five seconds after the fault's length (timeout), should the restore not run.
+# Each loop also ends by itself 5 s past the fault's length (timeout), if the restore fails.
 BURN="for _ in \$(seq $(nproc)); do timeout $((FAULT_SECONDS + 5)) sh -c 'while :; do :; done' reveal_cpu_burn >/dev/null 2>&1 & done"
 fault cpu_contention "$BURN" "pkill -f reveal_cpu_burn" \
   "$(nproc) busy loops, one per CPU, beside the job" cpu
