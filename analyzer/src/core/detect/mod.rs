@@ -14,14 +14,13 @@
 //!   move, the mean dilutes the move, 95% of the variance takes most of the
 //!   components, and the forest's random splits almost never pick a moved
 //!   feature: all three score near chance on that case (`benches/detectors.rs`).
-//! - [`DetectorsConfig::default`], for that case: robust scaling (median, MAD);
-//!   a workload model (randomized PCA, components above the noise edge) whose
-//!   residuals are scored per feature by a single-feature fault test
-//!   ([`residual`]); scores that keep a handful of large deviations visible
-//!   (mean of the five largest); and a forest over each window's evidence
-//!   from its five largest deviations, isolating only the upper tail (a
-//!   window calmer than usual is no anomaly). The three share one workload
-//!   model when fitted as a set.
+//! - [`DetectorsConfig::default`], for that case (docs/detection.md): bulk
+//!   scaling (each side of the median scaled by the baseline's bulk); the
+//!   z-score as the mean of the five largest |z|, so a handful of moved
+//!   features stay visible; PCA on the components above the noise edge,
+//!   scored by the five largest of its whitened component scores and its
+//!   features' standardized residuals; and a forest on one coordinate per
+//!   channel. Each fits its own model.
 //!
 //! Input rules shared by all detectors:
 //! - A column that is non-finite in more than half of the baseline rows, or
