@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod footprint;
+
 use clap::{Parser, Subcommand};
 use reveal_analyzer::commands::run::ServiceError;
 use reveal_analyzer::commands::{analyze, compare, prune};
@@ -98,6 +100,9 @@ fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         println!("{}: OK", args.config_file.display());
         return Ok(ExitCode::SUCCESS);
     }
+    // Refits must not move the memory of the host the analyzer may be watching.
+    let kept = footprint::keep_freed_memory();
+    tracing::debug!(kept, "allocator asked to keep freed memory between refits");
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -76,6 +76,18 @@ pub fn folds(n: usize) -> Vec<usize> {
 /// Folds of the cross-fitted calibration.
 pub const FOLDS: usize = 4;
 
+/// Index of the forward fold (`DetectorsConfig::forward`) among a detector's folds: the
+/// newest quarter of the baseline, scored by a model fitted on the older three quarters. The
+/// interleaved folds train on both sides of what they score; in service a model only ever
+/// scores windows after its baseline, and this fold is the one that does the same.
+pub const FORWARD: usize = FOLDS;
+
+/// Rows the forward fold scores, and the rows it is fitted on, of a baseline of `n` rows.
+pub fn forward_split(n: usize) -> (std::ops::Range<usize>, std::ops::Range<usize>) {
+    let split = n - n / FOLDS;
+    (split..n, 0..split)
+}
+
 /// Fits the default detector set (z-score, PCA, Isolation Forest) on `x` (windows ×
 /// features). A detector that cannot be fitted is left out and named in
 /// [`Fitted::not_fitted`]; an error when none could.
@@ -491,6 +503,52 @@ mod tests {
                 c.model.name()
             );
         }
+    }
+
+    #[test]
+    fn the_forward_fold_raises_the_bars_of_a_host_that_drifts() {
+        // 1,200 baseline windows of 40 noisy features, one of which (a memory level) climbs
+        // steadily, and the 300 windows after the baseline, where it climbs on. Interleaved
+        // folds train on both sides of what they score, so the drift looks like noise to
+        // them; the forward fold scores the newest quarter with a model of the older ones, as
+        // the service does, and its bars let fewer of the next windows through.
+        let mut noise = uniform_noise(5);
+        let mut x = Array2::from_shape_fn((1500, 40), |_| noise());
+        for (i, mut row) in x.rows_mut().into_iter().enumerate() {
+            row[0] += i as f64 * 0.01;
+        }
+        let (base, next) = (
+            x.slice(ndarray::s![..1200, ..]),
+            x.slice(ndarray::s![1200.., ..]),
+        );
+        let passed = |forward: bool| {
+            let set = DetectorsConfig {
+                forward,
+                ..DetectorsConfig::default()
+            };
+            let f = fit_with(base, &set, 3, 0, Baseline::Trailing).expect("fitted");
+            f.detectors
+                .iter()
+                .map(|c| {
+                    let n = next
+                        .rows()
+                        .into_iter()
+                        .filter(|r| c.model.score(*r) > c.threshold)
+                        .count();
+                    (c.model.name(), c.threshold, n)
+                })
+                .collect::<Vec<_>>()
+        };
+        let (plain, ahead) = (passed(false), passed(true));
+        for ((name, bar, n), (_, bar_ahead, n_ahead)) in plain.iter().zip(&ahead) {
+            assert!(bar_ahead >= bar, "{name}: {bar_ahead} < {bar}");
+            assert!(n_ahead <= n, "{name}: {n_ahead} > {n}");
+        }
+        let total = |v: &[(&str, f64, usize)]| v.iter().map(|d| d.2).sum::<usize>();
+        assert!(
+            total(&ahead) < total(&plain),
+            "interleaved {plain:?}, forward {ahead:?}"
+        );
     }
 
     #[test]

@@ -60,6 +60,11 @@ pub struct DetectorsConfig {
     /// twice as large as any the baseline reached scores four times as far, and the bursty
     /// channels of a busy host (reads, system time) lead scores with their variance.
     pub variance: bool,
+    /// Whether the bars are also at least the threshold percentile of the newest quarter of
+    /// the baseline scored by a model fitted on the three quarters before it
+    /// (`core::fit::FORWARD`): the windows a trailing model scores in service come after
+    /// its baseline, and a host that drifts scores them higher than interleaved folds do.
+    pub forward: bool,
 }
 
 impl Default for DetectorsConfig {
@@ -71,6 +76,7 @@ impl Default for DetectorsConfig {
             trim: true,
             hold: crate::core::hold::DEFAULT_HOLD,
             variance: false,
+            forward: false,
         }
     }
 }
@@ -85,6 +91,7 @@ impl DetectorsConfig {
             trim: false,
             hold: 0,
             variance: true,
+            forward: false,
         }
     }
 

@@ -10,8 +10,8 @@ use std::sync::{Mutex, OnceLock};
 use ndarray::{Array2, ArrayView2, Axis, CowArray};
 
 use super::{
-    folds, held_scores, most_held, out_of_sample_gap, tasks, trimmed, trimmed_rows, Baseline,
-    Calibrated, FOLDS, HELD_MIN_BLOCKS,
+    folds, forward_split, held_scores, most_held, out_of_sample_gap, tasks, trimmed, trimmed_rows,
+    Baseline, Calibrated, FOLDS, FORWARD, HELD_MIN_BLOCKS,
 };
 use crate::core::detect::{percentile, DetectError, Detector, DetectorsConfig, Fit};
 
@@ -45,11 +45,19 @@ struct Fold {
     seen: Vec<f64>,
 }
 
-/// Fold `f` of `base`; `None` when it is empty, too little is left to fit on, or the fit fails.
+/// Fold `f` of `base` (the interleaved ones, or [`FORWARD`]); `None` when it is empty, too
+/// little is left to fit on, or the fit fails.
 fn fold(set: &DetectorsConfig, name: &str, base: ArrayView2<f64>, f: usize) -> Option<Fold> {
-    let fold = folds(base.nrows());
-    let rows: Vec<usize> = (0..base.nrows()).filter(|&i| fold[i] == f).collect();
-    let train: Vec<usize> = (0..base.nrows()).filter(|&i| fold[i] != f).collect();
+    let (rows, train): (Vec<usize>, Vec<usize>) = if f == FORWARD {
+        let (rows, train) = forward_split(base.nrows());
+        (rows.collect(), train.collect())
+    } else {
+        let fold = folds(base.nrows());
+        (
+            (0..base.nrows()).filter(|&i| fold[i] == f).collect(),
+            (0..base.nrows()).filter(|&i| fold[i] != f).collect(),
+        )
+    };
     if rows.is_empty() || train.len() < 2 {
         return None;
     }
@@ -98,7 +106,7 @@ impl<'a> Plan<'a> {
             trims: (0..d).map(|_| OnceLock::new()).collect(),
             trimmed: (0..d).map(|_| Mutex::new(None)).collect(),
             folds: (0..d)
-                .map(|_| Mutex::new((0..FOLDS).map(|_| None).collect()))
+                .map(|_| Mutex::new((0..=FORWARD).map(|_| None).collect()))
                 .collect(),
         }
     }
@@ -119,6 +127,13 @@ impl<'a> Plan<'a> {
         let roots = (0..self.names.len()).map(Task::First).collect();
         tasks::run(threads, roots, rank, |t| self.work(t));
         (0..self.names.len()).map(|d| self.finish(d)).collect()
+    }
+
+    /// The folds each detector is calibrated on: the interleaved ones, and the forward one
+    /// when the set asks for it.
+    fn fold_indices(&self) -> impl Iterator<Item = usize> {
+        let forward = self.set.forward.then_some(FORWARD);
+        (0..FOLDS).chain(forward)
     }
 
     fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -150,7 +165,7 @@ impl<'a> Plan<'a> {
                         next.push(Task::Trimmed(d));
                     }
                     if self.baseline == Baseline::Trailing {
-                        next.extend((0..FOLDS).map(|f| Task::Fold(d, f)));
+                        next.extend(self.fold_indices().map(|f| Task::Fold(d, f)));
                     }
                 }
                 let _ = self.trims[d].set(trim);
@@ -199,16 +214,24 @@ impl<'a> Plan<'a> {
                 // The trimmed rows could not be fitted: the first model stays, and the folds
                 // are those of every window (rare enough to run here).
                 if self.baseline == Baseline::Trailing {
-                    folds = (0..FOLDS).map(|f| fold(set, name, x, f)).collect();
+                    folds = (0..=FORWARD)
+                        .map(|f| {
+                            self.fold_indices()
+                                .any(|g| g == f)
+                                .then(|| fold(set, name, x, f))
+                                .flatten()
+                        })
+                        .collect();
                 }
                 (trim.first, CowArray::from(x), all())
             }
             (None, _) => (trim.first, CowArray::from(x), all()),
         };
         let is_alerted = |i: usize| self.alerted.get(i).copied().unwrap_or(false);
-        // Scores of the alert's windows set no held bar (NaN ends a held stretch).
-        let unheld = |mut v: Vec<f64>| {
-            for (s, &i) in v.iter_mut().zip(&kept) {
+        // Scores of the alert's windows set no held bar (NaN ends a held stretch); `v[0]` is
+        // the score of row `from` of the baseline.
+        let unheld = |mut v: Vec<f64>, from: usize| {
+            for (s, &i) in v.iter_mut().zip(&kept[from..]) {
                 if is_alerted(i) {
                     *s = f64::NAN;
                 }
@@ -217,6 +240,7 @@ impl<'a> Plan<'a> {
         };
         // Out-of-sample calibration: each baseline window's score by a model fitted on the
         // other folds (NaN where none could be fitted), and those models' in-sample scores.
+        let forward = folds.pop().flatten().map(|f| f.unseen).unwrap_or_default();
         let mut unseen = vec![f64::NAN; base.nrows()];
         let mut seen = Vec::new();
         for f in folds.into_iter().flatten() {
@@ -229,16 +253,27 @@ impl<'a> Plan<'a> {
         let gap = out_of_sample_gap(&seen, &held_out);
         // The out-of-sample floors are at the detector's own percentile, as its in-sample bar.
         let q = set.threshold_percentile(name);
-        let threshold = (model.threshold() * gap).max(percentile(&held_out, q));
+        // With the forward fold, also at least that percentile of the newest quarter's scores
+        // by a model of the older ones (empty, when there is none: its percentile is 0).
+        let threshold = (model.threshold() * gap)
+            .max(percentile(&held_out, q))
+            .max(percentile(&forward, q));
         // The held bar: the most the trimmed baseline's scores held over `hold` consecutive
         // windows (their minimum there), itself trimmed ([`most_held`]), raised by the same
-        // gap, and at least the same percentile of the same out of sample (trimmed too); none
+        // gap, and at least the same percentile of the same out of sample and of the forward
+        // fold's (each trimmed too); none
         // on a short baseline ([`HELD_MIN_BLOCKS`]). The most, not a percentile: a held score
         // varies little, and its 99th percentile sits just above the host's ordinary level.
-        let own = held_scores(&unheld(own), set.hold);
+        let own = held_scores(&unheld(own, 0), set.hold);
         let held = (set.hold >= 2 && own.len() >= HELD_MIN_BLOCKS * set.hold).then(|| {
-            let unseen = held_scores(&unheld(unseen), set.hold);
-            (most_held(&own) * gap).max(percentile(&trimmed(&unseen), q))
+            let unseen = held_scores(&unheld(unseen, 0), set.hold);
+            let ahead = held_scores(
+                &unheld(forward, forward_split(kept.len()).0.start),
+                set.hold,
+            );
+            (most_held(&own) * gap)
+                .max(percentile(&trimmed(&unseen), q))
+                .max(percentile(&trimmed(&ahead), q))
         });
         Ok(Calibrated {
             model,
