@@ -517,10 +517,7 @@ mod tests {
         for (i, mut row) in x.rows_mut().into_iter().enumerate() {
             row[0] += i as f64 * 0.01;
         }
-        let (base, next) = (
-            x.slice(ndarray::s![..1200, ..]),
-            x.slice(ndarray::s![1200.., ..]),
-        );
+        let (base, next) = x.view().split_at(ndarray::Axis(0), 1200);
         let passed = |forward: bool| {
             let set = DetectorsConfig {
                 forward,
