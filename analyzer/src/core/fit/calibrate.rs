@@ -214,14 +214,9 @@ impl<'a> Plan<'a> {
                 // The trimmed rows could not be fitted: the first model stays, and the folds
                 // are those of every window (rare enough to run here).
                 if self.baseline == Baseline::Trailing {
-                    folds = (0..=FORWARD)
-                        .map(|f| {
-                            self.fold_indices()
-                                .any(|g| g == f)
-                                .then(|| fold(set, name, x, f))
-                                .flatten()
-                        })
-                        .collect();
+                    for f in self.fold_indices() {
+                        folds[f] = fold(set, name, x, f);
+                    }
                 }
                 (trim.first, CowArray::from(x), all())
             }
@@ -261,9 +256,9 @@ impl<'a> Plan<'a> {
         // The held bar: the most the trimmed baseline's scores held over `hold` consecutive
         // windows (their minimum there), itself trimmed ([`most_held`]), raised by the same
         // gap, and at least the same percentile of the same out of sample and of the forward
-        // fold's (each trimmed too); none
-        // on a short baseline ([`HELD_MIN_BLOCKS`]). The most, not a percentile: a held score
-        // varies little, and its 99th percentile sits just above the host's ordinary level.
+        // fold's (each trimmed too); none on a short baseline ([`HELD_MIN_BLOCKS`]). The most,
+        // not a percentile: a held score varies little, and its 99th percentile sits just above
+        // the host's ordinary level.
         let own = held_scores(&unheld(own, 0), set.hold);
         let held = (set.hold >= 2 && own.len() >= HELD_MIN_BLOCKS * set.hold).then(|| {
             let unseen = held_scores(&unheld(unseen, 0), set.hold);
