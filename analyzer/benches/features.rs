@@ -105,7 +105,10 @@ fn matrix(windows: usize, data: &[f64]) -> HostMatrix {
 
 /// Per-window times in ms over `rounds` passes over all windows.
 fn time(m: &HostMatrix, windows: usize, adf: bool, rounds: usize) -> Vec<f64> {
-    let cfg = FeatureConfig { adf };
+    let cfg = FeatureConfig {
+        adf,
+        ..FeatureConfig::default()
+    };
     let mut ex = Extractor::new(cfg, WindowConfig::default());
     let columns = columns_for(&m.channels, &cfg);
     let mut out = vec![0.0; columns.len()];
@@ -155,7 +158,14 @@ fn main() {
         let mean = t.iter().sum::<f64>() / t.len() as f64;
         let median = quantile(&mut t, 0.5);
         let p90 = quantile(&mut t, 0.9);
-        let cols = columns_for(&m.channels, &FeatureConfig { adf }).len();
+        let cols = columns_for(
+            &m.channels,
+            &FeatureConfig {
+                adf,
+                ..FeatureConfig::default()
+            },
+        )
+        .len();
         let ok = if median <= bar { "ok" } else { "MISSED" };
         println!("| {label} | {cols} | {median:.3} | {p90:.3} | {mean:.3} | <= {bar} ms {ok} |");
         results.insert(

@@ -49,7 +49,7 @@ fn host(name: &str, hugepages_free: f64, secs: i64, seed: u64) -> HostMatrix {
 
 fn features(hosts: &[HostMatrix]) -> Vec<FeatureMatrix> {
     let wc = WindowConfig::default();
-    let mut ex = Extractor::new(FeatureConfig { adf: false }, wc);
+    let mut ex = Extractor::new(FeatureConfig::WITHOUT_ADF, wc);
     hosts
         .iter()
         .map(|m| ex.extract(m, &plan_windows(m, &wc).unwrap()))

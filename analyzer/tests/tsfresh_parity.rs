@@ -11,10 +11,10 @@
 //! Where tsfresh's own value is rounding noise (entries under `tsfresh_unstable`, see
 //! `src/features.rs`), the reference holds the well-defined value and the raw one beside it.
 
-use reveal_analyzer::core::features::{Adf, Feature, Stats};
+use reveal_analyzer::core::features::{adf, Adf, Feature, Stats};
 use serde_json::Value;
 
-const ALL: [Feature; 14] = [
+const ALL: [Feature; 15] = [
     Feature::Mean,
     Feature::Variance,
     Feature::StandardDeviation,
@@ -28,6 +28,7 @@ const ALL: [Feature; 14] = [
     Feature::AutocorrelationLag1,
     Feature::MeanAbsChange,
     Feature::AdfTeststat,
+    Feature::AdfPvalue,
     Feature::SumValues,
 ];
 
@@ -46,6 +47,7 @@ fn ours(f: Feature, s: &Stats, adf: f64) -> f64 {
         Feature::AutocorrelationLag1 => s.autocorrelation_lag_1,
         Feature::MeanAbsChange => s.mean_abs_change,
         Feature::AdfTeststat => adf,
+        Feature::AdfPvalue => adf::pvalue(adf),
         Feature::SumValues => s.sum_values,
     }
 }
@@ -67,7 +69,8 @@ fn scale(f: Feature, x: &[f64]) -> f64 {
         | Feature::Kurtosis
         | Feature::LinearTrendRvalue
         | Feature::AutocorrelationLag1
-        | Feature::AdfTeststat => 1.0,
+        | Feature::AdfTeststat
+        | Feature::AdfPvalue => 1.0,
     }
 }
 

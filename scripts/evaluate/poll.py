@@ -1,6 +1,12 @@
 #!/usr/bin/env python3
 """Polls Alertmanagers' API v2 (GET /api/v2/alerts) once a second for scripts/evaluate.sh.
 
+Each poll falls at a random moment of its second. The analyzer delivers on a fixed schedule
+(each window's end plus its read delay, every second), so a poller on a fixed grid sees every
+alert after the same fraction of a second: in run 22 the grid fell 0.05 s before the analyzer's
+deliveries, and every latency carried 0.95 s of polling. At a random moment the poll adds
+0.5 s on average, whatever the two schedules are.
+
     poll.py --deadline UNIX_S NAME=URL=DIR [NAME=URL=DIR ...]
 
 For each Alertmanager it keeps, in DIR:
@@ -19,6 +25,7 @@ library only. Stops at the deadline or on SIGTERM/SIGINT (after writing its file
 
 import json
 import os
+import random
 import signal
 import sys
 import time
@@ -124,15 +131,16 @@ def main(argv):
         sys.exit("usage: poll.py --deadline UNIX_S NAME=URL=DIR ...")
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
-    nxt = time.time()
+    second = time.time()
     while not STOP and (deadline is None or time.time() < deadline):
+        delay = second + random.random() - time.time()
+        if delay > 0:
+            time.sleep(delay)
         for t in targets:
             t.poll()
-        nxt += 1.0
-        delay = nxt - time.time()
-        if delay < 0:  # fell behind (a slow Alertmanager): keep the 1 s grid from now on
-            nxt, delay = time.time(), 0
-        time.sleep(delay)
+        second += 1.0
+        if second < time.time() - 1.0:  # fell behind (a slow Alertmanager): resume from now
+            second = time.time()
     for t in targets:
         t.save()
 

@@ -33,7 +33,10 @@ FC_PARAMETERS = {
     "kurtosis": None,
     "linear_trend": [{"attr": "slope"}, {"attr": "intercept"}, {"attr": "rvalue"}],
     "autocorrelation": [{"lag": 1}],
-    "augmented_dickey_fuller": [{"attr": "teststat", "autolag": "AIC"}],
+    "augmented_dickey_fuller": [
+        {"attr": "teststat", "autolag": "AIC"},
+        {"attr": "pvalue", "autolag": "AIC"},
+    ],
     "mean_abs_change": None,
     "sum_values": None,
 }
@@ -97,28 +100,30 @@ def tsfresh_features(x):
 
 
 ADF = 'value__augmented_dickey_fuller__attr_"teststat"__autolag_"AIC"'
+ADF_P = 'value__augmented_dickey_fuller__attr_"pvalue"__autolag_"AIC"'
 
 
 def adf_shift_check(x, raw):
     """The ADF statistic is invariant to adding a constant to the series (the model has
     one), but statsmodels' pseudo-inverse is not: on 1e12 +- noise it declares the level
     column rank-deficient and returns garbage. Where tsfresh's value is not reproduced by
-    the same test on the series shifted by its first value, the shifted value is the
-    reference and the raw one is recorded beside it."""
+    the same test on the series shifted by its first value, the shifted value (and its
+    p-value) is the reference and the raw one is recorded beside it."""
     from statsmodels.tsa.stattools import adfuller
 
     x = x[~np.isnan(x)]
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            shifted = float(adfuller(x - x[0], autolag="AIC")[0])
+            res = adfuller(x - x[0], autolag="AIC")
     except (ValueError, np.linalg.LinAlgError):
         return None
+    shifted, pvalue = float(res[0]), float(res[1])
     if raw is None or math.isnan(raw) or math.isnan(shifted):
         return None
     if abs(shifted - raw) <= 1e-9 * max(abs(raw), 1.0):
         return None
-    return shifted
+    return shifted, pvalue
 
 
 def json_number(v):
@@ -140,17 +145,23 @@ def main():
             # A perfect fit (e.g. +1, -1, +1, ...): the residual is rounding noise and so
             # is the statistic; the analyzer returns NaN by design.
             entry["tsfresh_unstable"] = {
-                ADF: {"tsfresh": feats[ADF], "reference": "NaN: perfect fit, statistic is rounding noise"}
+                ADF: {"tsfresh": feats[ADF], "reference": "NaN: perfect fit, statistic is rounding noise"},
+                ADF_P: {"tsfresh": feats[ADF_P], "reference": "NaN: the p-value of that statistic"},
             }
             entry["features"][ADF] = None
+            entry["features"][ADF_P] = None
         elif shifted is not None:
             entry["tsfresh_unstable"] = {
                 ADF: {
                     "tsfresh": feats[ADF],
                     "reference": "adfuller(x - x[0]), same test on the shifted series",
-                }
+                },
+                ADF_P: {
+                    "tsfresh": feats[ADF_P],
+                    "reference": "adfuller(x - x[0]), same test on the shifted series",
+                },
             }
-            entry["features"][ADF] = shifted
+            entry["features"][ADF], entry["features"][ADF_P] = shifted
         series.append(entry)
     doc = {
         "generated_by": "analyzer/reference/tsfresh/gen_reference.py",

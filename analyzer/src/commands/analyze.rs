@@ -144,7 +144,10 @@ pub fn run(args: AnalyzeArgs) -> Result<ExitCode, AnalyzeError> {
     };
     let params = AnalyzeParams {
         window,
-        features: FeatureConfig { adf: !args.no_adf },
+        features: FeatureConfig {
+            adf: !args.no_adf,
+            ..FeatureConfig::default()
+        },
         seed: args.seed,
         detectors: args.literal.then(DetectorsConfig::literal),
         ..AnalyzeParams::default()

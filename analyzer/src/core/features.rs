@@ -62,6 +62,9 @@ pub enum Feature {
     AutocorrelationLag1,
     MeanAbsChange,
     AdfTeststat,
+    /// The ADF test's p-value: the default detectors score it in place of the statistic
+    /// ([`FeatureConfig::adf_pvalue`]).
+    AdfPvalue,
     SumValues,
 }
 
@@ -100,6 +103,7 @@ impl Feature {
             Feature::AutocorrelationLag1 => "autocorrelation__lag_1",
             Feature::MeanAbsChange => "mean_abs_change",
             Feature::AdfTeststat => "augmented_dickey_fuller__attr_\"teststat\"__autolag_\"AIC\"",
+            Feature::AdfPvalue => "augmented_dickey_fuller__attr_\"pvalue\"__autolag_\"AIC\"",
             Feature::SumValues => "sum_values",
         }
     }
@@ -139,6 +143,7 @@ impl Feature {
             Feature::AutocorrelationLag1 => "lag-1 autocorrelation",
             Feature::MeanAbsChange => "mean absolute change",
             Feature::AdfTeststat => "stationarity statistic (ADF)",
+            Feature::AdfPvalue => "stationarity p-value (ADF)",
             Feature::SumValues => "event count",
         }
     }
@@ -158,6 +163,7 @@ impl Feature {
             Feature::AutocorrelationLag1 => s.autocorrelation_lag_1,
             Feature::MeanAbsChange => s.mean_abs_change,
             Feature::AdfTeststat => adf,
+            Feature::AdfPvalue => adf::pvalue(adf),
             Feature::SumValues => s.sum_values,
         }
     }
@@ -182,20 +188,38 @@ pub fn least_change(feature: Feature, resolution: f64, samples: usize) -> f64 {
         | Feature::LinearTrendSlope
         | Feature::LinearTrendRvalue
         | Feature::AutocorrelationLag1
-        | Feature::AdfTeststat => 0.0,
+        | Feature::AdfTeststat
+        | Feature::AdfPvalue => 0.0,
     }
 }
 
 /// Which features to compute.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FeatureConfig {
-    /// Compute the ADF statistic for dynamic channels (about 10× the cost of the rest).
+    /// Compute the ADF test for dynamic channels (about 10× the cost of the rest).
     pub adf: bool,
+    /// With `adf`, the column holds the test's p-value instead of its statistic. The default
+    /// detectors score the p-value (`DetectorsConfig::adf_pvalue`): the statistic of a
+    /// quantized, near-idle rate runs to −50 or −500 when the regression fits almost
+    /// exactly, scores as a huge deviation, and says no more than −5 does (stationary,
+    /// p ≈ 0). The paper's detectors, and tsfresh parity, use the statistic.
+    pub adf_pvalue: bool,
+}
+
+impl FeatureConfig {
+    /// No ADF column: the cheap features only.
+    pub const WITHOUT_ADF: FeatureConfig = FeatureConfig {
+        adf: false,
+        adf_pvalue: false,
+    };
 }
 
 impl Default for FeatureConfig {
     fn default() -> Self {
-        FeatureConfig { adf: true }
+        FeatureConfig {
+            adf: true,
+            adf_pvalue: false,
+        }
     }
 }
 
@@ -249,7 +273,11 @@ pub fn columns_for(channels: &[Channel], cfg: &FeatureConfig) -> Vec<Column> {
             Kind::Event => &Feature::EVENT,
             Kind::Static => &Feature::STATIC,
         };
-        let adf = (ch.kind == Kind::Dynamic && cfg.adf).then_some(Feature::AdfTeststat);
+        let adf = (ch.kind == Kind::Dynamic && cfg.adf).then_some(if cfg.adf_pvalue {
+            Feature::AdfPvalue
+        } else {
+            Feature::AdfTeststat
+        });
         for &feature in feats.iter().chain(adf.iter()) {
             out.push(Column {
                 channel: i,
@@ -333,7 +361,7 @@ impl Extractor {
                 let stats = Stats::of(&self.buf);
                 let adf = if columns[c..end]
                     .iter()
-                    .any(|col| col.feature == Feature::AdfTeststat)
+                    .any(|col| matches!(col.feature, Feature::AdfTeststat | Feature::AdfPvalue))
                 {
                     self.adf.teststat(&self.buf)
                 } else {
@@ -408,7 +436,7 @@ mod tests {
         let wc = WindowConfig::default();
         let plan = plan_windows(&m, &wc).unwrap();
         assert_eq!(plan.windows.len(), 2);
-        let fm = Extractor::new(FeatureConfig { adf: true }, wc).extract(&m, &plan);
+        let fm = Extractor::new(FeatureConfig::default(), wc).extract(&m, &plan);
         assert_eq!(fm.columns.len(), 13 + 2 + 1);
         assert_eq!(fm.scored_columns().len(), 15);
         assert_eq!(fm.column_name(13), "e__sum_values");
@@ -449,7 +477,7 @@ mod tests {
             };
             let wc = WindowConfig::default();
             let plan = plan_windows(&m, &wc).unwrap();
-            let fm = Extractor::new(FeatureConfig { adf: true }, wc).extract(&m, &plan);
+            let fm = Extractor::new(FeatureConfig::default(), wc).extract(&m, &plan);
             for v in fm.values.iter() {
                 proptest::prop_assert!(!v.is_infinite(), "{v}");
             }

@@ -51,6 +51,7 @@ pub use regimes::RegimeReport;
 #[derive(Debug, Clone)]
 pub struct AnalyzeParams {
     pub window: WindowConfig,
+    /// Which features; the ADF test takes the form `detectors` scores (`DetectorsConfig::features`).
     pub features: FeatureConfig,
     /// Seed of the randomized detectors (PCA solver, Isolation Forest).
     pub seed: u64,
@@ -181,8 +182,8 @@ pub fn analyze_host(m: &HostMatrix, p: &AnalyzeParams) -> HostAnalysis {
         }
         return out;
     }
-    let fm = Extractor::new(p.features, p.window).extract(m, &plan);
     let detectors = p.detectors.clone().unwrap_or_default();
+    let fm = Extractor::new(detectors.features(p.features), p.window).extract(m, &plan);
     let scored: Vec<usize> = fm
         .scored_columns()
         .into_iter()

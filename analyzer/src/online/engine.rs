@@ -26,12 +26,16 @@ use crate::online::{Outcome, WindowScore};
 use crate::outputs::metrics::SelfMetrics;
 use ring::Ring;
 
-/// Features a claim cites per detector.
+/// Channels a detector's attribution names per window (each with its heaviest feature).
 const TOP_K: usize = 5;
+/// Features asked of a detector for its [`TOP_K`] channels: one channel's features move
+/// together, so the heaviest few can all be one channel's.
+const FEATURES_PER_ATTRIBUTION: usize = 4 * TOP_K;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct EngineParams {
     pub window: WindowConfig,
+    /// Which features; the ADF test takes the form `detectors` scores (`DetectorsConfig::features`).
     pub features: FeatureConfig,
     pub baseline_ms: i64,
     pub refit_ms: i64,
@@ -161,7 +165,14 @@ impl Engine {
         });
         Engine {
             tracker,
-            extractor: Extractor::new(params.features, params.window),
+            extractor: Extractor::new(
+                params
+                    .detectors
+                    .clone()
+                    .unwrap_or_default()
+                    .features(params.features),
+                params.window,
+            ),
             params,
             exclude: Vec::new(),
             hosts: BTreeMap::new(),
@@ -774,6 +785,32 @@ fn level_moved_up(
         .map_or(z >= 0.0, |d| d >= 0.0)
 }
 
+/// A detector's attributions with one per channel, its heaviest feature, the `top` heaviest
+/// channels first. A channel is one piece of evidence however many of its features moved: a
+/// dynamic channel has a dozen features that all move when its level does, an event channel
+/// two, and counting features would weigh a rate's move six times an event count's in the
+/// subsystem shares (a packet loss seen as the retransmission count and as the timer softirqs
+/// the retransmissions raise was a CPU finding).
+fn by_channel(
+    mut attributions: Vec<crate::core::detect::Attribution>,
+    layout: &[Col],
+    top: usize,
+) -> Vec<crate::core::detect::Attribution> {
+    attributions.sort_by(|a, b| b.contribution.total_cmp(&a.contribution));
+    let mut out: Vec<crate::core::detect::Attribution> = Vec::with_capacity(top);
+    let channel = |j: usize| layout.get(j).map(|c| c.channel.as_str());
+    // Heaviest first: the first of each channel is its heaviest.
+    for a in attributions {
+        if out.len() == top {
+            break;
+        }
+        if !out.iter().any(|b| channel(b.feature) == channel(a.feature)) {
+            out.push(a);
+        }
+    }
+    out
+}
+
 fn score_window(
     host: &str,
     end_ms: i64,
@@ -792,7 +829,11 @@ fn score_window(
     for &i in &verdict.flagging {
         let d = &f.detectors[i].model;
         flagged.push(d.name().to_string());
-        for a in d.attribute(x.view(), TOP_K) {
+        for a in by_channel(
+            d.attribute(x.view(), FEATURES_PER_ATTRIBUTION),
+            layout,
+            TOP_K,
+        ) {
             if let Some(col) = layout.get(a.feature) {
                 *share.entry(col.subsystem.as_str()).or_default() += a.contribution;
             }

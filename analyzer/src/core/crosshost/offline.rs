@@ -173,7 +173,7 @@ pub fn analyze_matrices(
     params: CrossHostParams,
 ) -> Result<Vec<HostDeviation>, ParamError> {
     let mut ex = crate::core::features::Extractor::new(
-        crate::core::features::FeatureConfig { adf: false },
+        crate::core::features::FeatureConfig::WITHOUT_ADF,
         *window,
     );
     let fms: Vec<FeatureMatrix> = hosts

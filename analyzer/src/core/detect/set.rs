@@ -10,7 +10,7 @@ use super::residual::Standardizer;
 use super::scale::{Floor, Floors};
 use super::zscore::ZScoreParams;
 use super::{DetectError, Detector, Fit};
-use crate::core::features::Feature;
+use crate::core::features::{Feature, FeatureConfig};
 use crate::core::matrix::Kind;
 
 /// One event: the least scale of an event channel's features (its per-window sum and
@@ -65,6 +65,9 @@ pub struct DetectorsConfig {
     /// (`core::fit::FORWARD`): the windows a trailing model scores in service come after
     /// its baseline, and a host that drifts scores them higher than interleaved folds do.
     pub forward: bool,
+    /// Whether the ADF test enters as its p-value rather than its statistic
+    /// (`FeatureConfig::adf_pvalue`); the paper scores the statistic.
+    pub adf_pvalue: bool,
 }
 
 impl Default for DetectorsConfig {
@@ -77,6 +80,7 @@ impl Default for DetectorsConfig {
             hold: crate::core::hold::DEFAULT_HOLD,
             variance: false,
             forward: false,
+            adf_pvalue: true,
         }
     }
 }
@@ -92,6 +96,7 @@ impl DetectorsConfig {
             hold: 0,
             variance: true,
             forward: false,
+            adf_pvalue: false,
         }
     }
 
@@ -112,6 +117,15 @@ impl DetectorsConfig {
     /// Whether columns of `feature` are scored (see [`DetectorsConfig::variance`]).
     pub fn scores(&self, feature: Feature) -> bool {
         self.variance || feature != Feature::Variance
+    }
+
+    /// `base` with the ADF test in the form these detectors score
+    /// ([`DetectorsConfig::adf_pvalue`]).
+    pub fn features(&self, base: FeatureConfig) -> FeatureConfig {
+        FeatureConfig {
+            adf_pvalue: self.adf_pvalue,
+            ..base
+        }
     }
 
     /// Threshold percentile of detector `name` (`zscore`, `pca`, `iforest`).
@@ -197,6 +211,18 @@ mod tests {
         assert!(literal.scores(Feature::Variance) && literal.scores(Feature::StandardDeviation));
         let on: DetectorsConfig = yaml_serde::from_str("variance: true\n").unwrap();
         assert!(on.scores(Feature::Variance));
+    }
+
+    #[test]
+    fn the_default_scores_the_adf_p_value_and_the_paper_its_statistic() {
+        let base = FeatureConfig::default();
+        let (default, literal) = (DetectorsConfig::default(), DetectorsConfig::literal());
+        assert!(default.features(base).adf_pvalue && default.features(base).adf);
+        assert!(!literal.features(base).adf_pvalue);
+        // Whether the test is computed at all stays the caller's (`analyze --no-adf`).
+        assert!(!default.features(FeatureConfig::WITHOUT_ADF).adf);
+        let off: DetectorsConfig = yaml_serde::from_str("adf_pvalue: false\n").unwrap();
+        assert!(!off.features(base).adf_pvalue);
     }
 
     #[test]

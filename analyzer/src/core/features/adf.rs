@@ -228,6 +228,34 @@ impl Adf {
     }
 }
 
+/// The test's approximate p-value, as statsmodels reports it next to the statistic
+/// (`mackinnonp(teststat, regression="c", N=1)`; tsfresh's `attr_"pvalue"`): MacKinnon's
+/// (1994) normal-quantile polynomial in the statistic, 1 above 2.74 and 0 below −18.83; NaN
+/// for NaN. It saturates where the evidence does: a statistic of −40 and one of −400 (a
+/// quantized, near-idle series the regression fits almost exactly) are both p = 0.
+pub fn pvalue(teststat: f64) -> f64 {
+    // Coefficients of the constant-only regression with one variable (statsmodels
+    // `adfvalues.py`: `tau_c_smallp[0]`, `tau_c_largep[0]` with their scalings applied).
+    const MAX: f64 = 2.74;
+    const MIN: f64 = -18.83;
+    const STAR: f64 = -1.61;
+    const SMALL: [f64; 3] = [2.1659, 1.4412, 0.038269];
+    const LARGE: [f64; 4] = [1.7339, 0.93202, -0.12745, -0.010368];
+    if teststat.is_nan() {
+        return f64::NAN;
+    }
+    if teststat > MAX {
+        return 1.0;
+    }
+    if teststat < MIN {
+        return 0.0;
+    }
+    let coef: &[f64] = if teststat <= STAR { &SMALL } else { &LARGE };
+    let q = coef.iter().rev().fold(0.0, |acc, c| acc * teststat + c);
+    // Φ(q) = erfc(−q/√2) / 2
+    0.5 * libm::erfc(-q / std::f64::consts::SQRT_2)
+}
+
 fn aic(nobs: f64, ssr: f64, rank: usize) -> f64 {
     let nobs2 = nobs / 2.0;
     let llf = -ssr.ln() * nobs2 - (1.0 + (std::f64::consts::PI / nobs2).ln()) * nobs2;
@@ -246,6 +274,42 @@ fn nonzero_constant(n: usize, f: impl Fn(usize) -> f64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pvalue_is_statsmodels_mackinnonp() {
+        // statsmodels 0.15.0: `mackinnonp(t, "c", 1)`.
+        let cases = [
+            (-40.0, 0.0),
+            (-18.9, 0.0),
+            (-18.83, 2.022123723345286e-30),
+            (-10.0, 1.8953190533444514e-17),
+            (-5.0, 2.2193154713956276e-05),
+            (-3.43, 0.009977709398779726),
+            (-2.86, 0.05020109988200309),
+            (-1.61, 0.4779756525941893),
+            (-1.6, 0.4835934696535866),
+            (-1.0, 0.7532643012005655),
+            (0.0, 0.958532086060056),
+            (1.0, 0.9942659485477608),
+            (2.7, 0.9990870192563208),
+            (3.0, 1.0),
+        ];
+        for (t, want) in cases {
+            let got = pvalue(t);
+            assert!(
+                (got - want).abs() <= 1e-12 * want.max(1e-300),
+                "t = {t}: {got:e}, statsmodels {want:e}"
+            );
+        }
+        assert!(pvalue(f64::NAN).is_nan());
+        // Monotone: a more negative statistic is never less significant.
+        let mut last = 0.0;
+        for i in 0..=600 {
+            let p = pvalue(-20.0 + i as f64 * 0.05);
+            assert!(p >= last, "not monotone at {}", -20.0 + i as f64 * 0.05);
+            last = p;
+        }
+    }
 
     #[test]
     fn degenerate_inputs_are_nan() {

@@ -49,7 +49,7 @@ fn host(channels: usize, steps: usize, seed: u64) -> HostMatrix {
 
 fn fast() -> AnalyzeParams {
     AnalyzeParams {
-        features: FeatureConfig { adf: false },
+        features: FeatureConfig::WITHOUT_ADF,
         ..AnalyzeParams::default()
     }
 }

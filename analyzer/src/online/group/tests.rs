@@ -65,7 +65,7 @@ fn host(
 fn params() -> EngineParams {
     EngineParams {
         window: WindowConfig::default(),
-        features: FeatureConfig { adf: false },
+        features: FeatureConfig::WITHOUT_ADF,
         baseline_ms: 600_000,
         refit_ms: 600_000,
         warmup_ms: 120_000,
