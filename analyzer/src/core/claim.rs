@@ -291,6 +291,11 @@ fn feature_words(feature: &str) -> Option<FeatureWords> {
             ": it drifts more than usual",
             ": it reverts to its level faster than usual",
         ),
+        "augmented_dickey_fuller__attr_\"pvalue\"" => w(
+            "stationarity p-value (ADF)",
+            ": it drifts more than usual",
+            ": it reverts to its level more surely than usual",
+        ),
         "mean_abs_change" => w(
             "mean absolute change",
             ": it jumps more from step to step",
@@ -388,6 +393,16 @@ mod tests {
             c,
             "Runnable tasks shows a higher stationarity statistic (ADF) than its baseline \
              (z = 3.0): it drifts more than usual."
+        );
+        let c = claim(
+            "reveal_cpu_procs_running",
+            "value__augmented_dickey_fuller__attr_\"pvalue\"__autolag_\"AIC\"",
+            -2.5,
+        );
+        assert_eq!(
+            c,
+            "Runnable tasks shows a lower stationarity p-value (ADF) than its baseline \
+             (z = −2.5): it reverts to its level more surely than usual."
         );
     }
 
