@@ -1,5 +1,8 @@
+use super::verdict::{by_channel, level_moved_up};
 use super::*;
 use crate::core::matrix::{Channel, Kind, MetricType};
+use crate::online::WindowScore;
+use ndarray::Array1;
 use prometheus_client::registry::Registry;
 
 fn noise(seed: &mut u64) -> f64 {

@@ -1,0 +1,179 @@
+//! One window's verdict: its scores, the detectors that flag it, and the evidence a person
+//! reads (claims per subsystem, subsystem shares, remediation hints).
+
+use std::collections::BTreeMap;
+
+use ndarray::Array1;
+
+use super::Col;
+use crate::core::detect::Attribution;
+use crate::core::features::Feature;
+use crate::core::fit::Fitted;
+use crate::core::matrix::Subsystem;
+use crate::core::score::Scorer;
+use crate::online::WindowScore;
+
+/// Channels a detector's attribution names per window (each with its heaviest feature).
+const TOP_K: usize = 5;
+/// Features asked of a detector for its [`TOP_K`] channels: one channel's features move
+/// together, so the heaviest few can all be one channel's.
+const FEATURES_PER_ATTRIBUTION: usize = 4 * TOP_K;
+
+/// Which way the channel of evidence `col` (deviation `z`) moved in the window `x`, for its
+/// remediation hint: a level feature's own sign; for a spread or shape (one flow where there
+/// were two: the transmit rate's standard deviation rose while the rate fell), the sign of the
+/// channel's mean level (event count for an event channel) as a detector's own scaling
+/// measures it; the feature's own sign when no detector says.
+pub(super) fn level_moved_up(
+    col: &Col,
+    z: f64,
+    x: ndarray::ArrayView1<f64>,
+    f: &Fitted,
+    layout: &[Col],
+) -> bool {
+    if col.feature.is_level() {
+        return z >= 0.0;
+    }
+    [Feature::Mean, Feature::SumValues]
+        .iter()
+        .find_map(|&level| {
+            let j = layout
+                .iter()
+                .position(|c| c.channel == col.channel && c.feature == level)?;
+            let v = *x.get(j)?;
+            f.detectors.iter().find_map(|d| d.model.deviation(j, v))
+        })
+        .map_or(z >= 0.0, |d| d >= 0.0)
+}
+
+/// A detector's attributions with one per channel, its heaviest feature, the `top` heaviest
+/// channels first. A channel is one piece of evidence however many of its features moved: a
+/// dynamic channel has a dozen features that all move when its level does, an event channel
+/// two, and counting features would weigh a rate's move six times an event count's in the
+/// subsystem shares (a packet loss seen as the retransmission count and as the timer softirqs
+/// the retransmissions raise was a CPU finding).
+pub(super) fn by_channel(
+    mut attributions: Vec<Attribution>,
+    layout: &[Col],
+    top: usize,
+) -> Vec<Attribution> {
+    attributions.sort_by(|a, b| b.contribution.total_cmp(&a.contribution));
+    let mut out: Vec<Attribution> = Vec::with_capacity(top);
+    let channel = |j: usize| layout.get(j).map(|c| c.channel.as_str());
+    // Heaviest first: the first of each channel is its heaviest.
+    for a in attributions {
+        if out.len() == top {
+            break;
+        }
+        if !out.iter().any(|b| channel(b.feature) == channel(a.feature)) {
+            out.push(a);
+        }
+    }
+    out
+}
+
+pub(super) fn score_window(
+    host: &str,
+    end_ms: i64,
+    row: &[f64],
+    f: &Fitted,
+    scorer: &mut Scorer,
+    layout: &[Col],
+) -> WindowScore {
+    // Columns born after the fit are not in the model until the next refit.
+    let x = Array1::from_iter((0..f.width).map(|j| row.get(j).copied().unwrap_or(f64::NAN)));
+    let verdict = scorer.score(f, end_ms, x.view());
+    let mut flagged = Vec::new();
+    let mut share: BTreeMap<&'static str, f64> = BTreeMap::new();
+    // Per feature: how many flagging detectors cite it, their summed shares, and its z.
+    let mut pairs: Vec<(usize, u32, f64, f64)> = Vec::new();
+    for &i in &verdict.flagging {
+        let d = &f.detectors[i].model;
+        flagged.push(d.name().to_string());
+        for a in by_channel(
+            d.attribute(x.view(), FEATURES_PER_ATTRIBUTION),
+            layout,
+            TOP_K,
+        ) {
+            if let Some(col) = layout.get(a.feature) {
+                *share.entry(col.subsystem.as_str()).or_default() += a.contribution;
+            }
+            match pairs.iter_mut().find(|p| p.0 == a.feature) {
+                Some(p) => {
+                    p.1 += 1;
+                    p.2 += a.contribution;
+                    if a.z.abs() > p.3.abs() {
+                        p.3 = a.z;
+                    }
+                }
+                None => pairs.push((a.feature, 1, a.contribution, a.z)),
+            }
+        }
+    }
+
+    let total: f64 = share.values().sum();
+    let subsystems = Subsystem::ALL
+        .iter()
+        .filter(|s| **s != Subsystem::Other)
+        .map(|s| {
+            let v = share.get(s.as_str()).copied().unwrap_or(0.0);
+            (
+                s.as_str().to_string(),
+                if total > 0.0 { v / total } else { 0.0 },
+            )
+        })
+        .collect();
+    // Evidence that several detectors cite leads: one detector's flag on one feature (a
+    // heavy-tailed statistic of a near-idle channel) does not speak for the window.
+    pairs.sort_by(|a, b| b.1.cmp(&a.1).then(b.2.total_cmp(&a.2)));
+    let ranked: Vec<(String, String, &Col, f64)> = pairs
+        .iter()
+        .filter_map(|(j, _, _, z)| {
+            layout
+                .get(*j)
+                .map(|c| (c.subsystem.as_str().to_string(), claim(c, *z), c, *z))
+        })
+        .collect();
+    let claims: Vec<String> = ranked
+        .iter()
+        .take(TOP_K)
+        .map(|(_, c, _, _)| c.clone())
+        .collect();
+    // The strongest claim of each subsystem, for alerts that name one subsystem each, and
+    // the remediation hint of that evidence where the table has one.
+    let mut by_subsystem: Vec<(String, String)> = Vec::new();
+    let mut hints: Vec<(String, String)> = Vec::new();
+    for (sub, c, col, z) in ranked {
+        if !by_subsystem.iter().any(|(s, _)| *s == sub) {
+            let up = level_moved_up(col, z, x.view(), f, layout);
+            if let Some(h) = crate::core::hints::hint(&sub, &col.channel, up) {
+                hints.push((sub.clone(), h));
+            }
+            by_subsystem.push((sub, c));
+        }
+    }
+    WindowScore {
+        host: host.to_string(),
+        end_ms,
+        agreement: flagged.len() as u32,
+        event: None,
+        scores: verdict.scores,
+        detectors: flagged,
+        subsystems,
+        summary: claims.first().cloned().unwrap_or_default(),
+        description: claims.join("; "),
+        claims: by_subsystem,
+        hints,
+    }
+}
+
+/// "reveal_cpu_time_seconds_total{cpu="0",mode="user"}: mean level higher than its baseline (z = 6.1)".
+fn claim(c: &Col, z: f64) -> String {
+    let dir = if z >= 0.0 { "higher" } else { "lower" };
+    format!(
+        "{} ({}): {} {dir} than its baseline (z = {z:.1})",
+        c.channel,
+        c.subsystem,
+        c.feature.meaning()
+    )
+}
