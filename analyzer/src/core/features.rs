@@ -2,7 +2,8 @@
 //!
 //! - **dynamic** channels: mean, variance, standard deviation, minimum, maximum, skewness,
 //!   kurtosis, linear trend (slope, intercept, r-value), autocorrelation at lag 1, mean
-//!   absolute change, and (optional, the expensive one) the augmented Dickey–Fuller statistic;
+//!   absolute change, and (optional, the expensive one) the augmented Dickey–Fuller statistic
+//!   (or its p-value, which the default detectors score);
 //! - **event** channels: sum of values (the events in the window) and maximum (the burst);
 //! - **static** channels: mean only, kept for cross-host comparison and left out of
 //!   single-host detection by [`FeatureMatrix::scored_columns`].
