@@ -509,6 +509,10 @@ F="$FAULT_SECONDS"
 run_fault() {
   local name="$1" expected="$2" start end cmd
   check_alive
+  # A random moment of the second: where a fault starts against the analyzer's 1 s window grid
+  # decides how much of it its first window holds, so each fault draws its own phase rather
+  # than inherit the loop's.
+  sleep "0.$(printf '%03d' $((RANDOM % 1000)))"
   start=$(now_ms)
   log "fault $name: start (${F}s, expected subsystem: ${expected//,/ or })"
   case "$name" in

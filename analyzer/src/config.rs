@@ -216,7 +216,7 @@ impl Default for AnalysisConfig {
             step: default_step(),
             window: PromDuration(Duration::from_secs(3)),
             stride: PromDuration(Duration::from_secs(1)),
-            delay: PromDuration(Duration::from_millis(500)),
+            delay: PromDuration(Duration::from_millis(200)),
             baseline: PromDuration(Duration::from_secs(30 * 60)),
             refit_every: PromDuration(Duration::from_secs(5 * 60)),
             warmup: PromDuration(Duration::from_secs(5 * 60)),
