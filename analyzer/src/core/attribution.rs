@@ -1,178 +1,111 @@
-//! From detector attributions (feature columns) to evidence a person reads:
-//! metric–feature pairs, ranked across detectors, and subsystem shares
-//! (paper §4.4, DESIGN "Analyzer" step 5).
+//! A flagging detector's attribution as evidence: the channels it names, each once, by its
+//! heaviest feature (paper §4.4, DESIGN "Analyzer" step 5). `analyze` (`core/pipeline.rs`) and
+//! the service (`online/engine/verdict.rs`) both rank and word what this returns.
 
-use std::collections::BTreeMap;
+use crate::core::detect::{Attribution, Detector};
 
-use serde::Serialize;
+/// Channels one detector's attribution names per window, by default.
+pub const TOP_CHANNELS: usize = 5;
 
-use crate::core::detect::{Attribution, DetectError};
-use crate::core::matrix::Subsystem;
+/// Features asked of a detector per channel it is to name: one channel's features move
+/// together, so its heaviest few features can all be one channel's.
+const FEATURES_PER_CHANNEL: usize = 4;
 
-/// What a feature column is: which channel, which feature of it.
-pub trait ColumnMeta {
-    /// Channel name with its labels: `reveal_cpu_time_seconds_total{cpu="3",mode="user"}`.
-    fn channel(&self) -> &str;
-    /// tsfresh-style feature name: `value__variance`.
-    fn feature(&self) -> &str;
-    fn subsystem(&self) -> Subsystem;
+/// The `top` channels detector `d` holds heaviest in window `x`, each as its heaviest feature,
+/// heaviest first. `channel_of` maps a feature column to its channel (`None`: a column the
+/// caller does not know, left out).
+///
+/// A channel is one piece of evidence however many of its features moved: a dynamic channel
+/// has a dozen features that all move when its level does, an event channel two, and counting
+/// features would weigh a rate's move six times an event count's in the subsystem shares (a
+/// packet loss seen as the retransmission count and as the timer softirqs the retransmissions
+/// raise was a CPU finding).
+pub fn by_channel<K: PartialEq>(
+    d: &dyn Detector,
+    x: ndarray::ArrayView1<f64>,
+    top: usize,
+    channel_of: impl Fn(usize) -> Option<K>,
+) -> Vec<Attribution> {
+    heaviest_per_channel(d.attribute(x, FEATURES_PER_CHANNEL * top), top, channel_of)
 }
 
-/// A plain [`ColumnMeta`].
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Column {
-    pub channel: String,
-    pub feature: String,
-    pub subsystem: Subsystem,
-}
-
-impl ColumnMeta for Column {
-    fn channel(&self) -> &str {
-        &self.channel
-    }
-    fn feature(&self) -> &str {
-        &self.feature
-    }
-    fn subsystem(&self) -> Subsystem {
-        self.subsystem
-    }
-}
-
-/// One metric–feature pair behind a flagged window.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Evidence {
-    /// Column of the feature matrix.
-    pub column: usize,
-    pub channel: String,
-    pub feature: String,
-    pub subsystem: Subsystem,
-    /// Detectors whose attribution names this pair.
-    pub detectors: Vec<&'static str>,
-    /// Sum of the pair's shares over those detectors (each detector's shares
-    /// sum to at most 1), so a pair named by several detectors ranks first.
-    pub weight: f64,
-    /// The signed z with the largest magnitude the detectors reported.
-    pub z: f64,
-}
-
-/// Merges the attributions of the detectors that flagged a window into
-/// ranked evidence, the `top_n` heaviest first.
-pub fn rank_evidence<C: ColumnMeta>(
-    per_detector: &[(&'static str, Vec<Attribution>)],
-    columns: &[C],
-    top_n: usize,
-) -> Result<Vec<Evidence>, DetectError> {
-    let mut by_column: BTreeMap<usize, Evidence> = BTreeMap::new();
-    for (name, attributions) in per_detector {
-        for a in attributions {
-            let Some(meta) = columns.get(a.feature) else {
-                return Err(DetectError::MetaMismatch {
-                    expected: a.feature + 1,
-                    got: columns.len(),
-                });
-            };
-            if !(a.contribution.is_finite() && a.z.is_finite()) {
-                continue; // never turn a non-finite value into evidence
-            }
-            let e = by_column.entry(a.feature).or_insert_with(|| Evidence {
-                column: a.feature,
-                channel: meta.channel().to_string(),
-                feature: meta.feature().to_string(),
-                subsystem: meta.subsystem(),
-                detectors: Vec::new(),
-                weight: 0.0,
-                z: 0.0,
-            });
-            if !e.detectors.contains(name) {
-                e.detectors.push(name);
-            }
-            e.weight += a.contribution;
-            if a.z.abs() > e.z.abs() {
-                e.z = a.z;
-            }
+fn heaviest_per_channel<K: PartialEq>(
+    mut attributions: Vec<Attribution>,
+    top: usize,
+    channel_of: impl Fn(usize) -> Option<K>,
+) -> Vec<Attribution> {
+    attributions.sort_by(|a, b| b.contribution.total_cmp(&a.contribution));
+    let mut out: Vec<(K, Attribution)> = Vec::with_capacity(top);
+    // Heaviest first: the first of each channel is its heaviest.
+    for a in attributions {
+        if out.len() == top {
+            break;
+        }
+        let Some(k) = channel_of(a.feature) else {
+            continue;
+        };
+        if !out.iter().any(|(seen, _)| *seen == k) {
+            out.push((k, a));
         }
     }
-    let mut out: Vec<Evidence> = by_column.into_values().filter(|e| e.weight > 0.0).collect();
-    out.sort_by(|a, b| b.weight.total_cmp(&a.weight).then(a.column.cmp(&b.column)));
-    out.truncate(top_n);
-    Ok(out)
-}
-
-/// Share of the evidence's weight per subsystem, largest first; sums to 1
-/// when there is any evidence.
-pub fn subsystem_shares(evidence: &[Evidence]) -> Vec<(Subsystem, f64)> {
-    let total: f64 = evidence.iter().map(|e| e.weight).sum();
-    if total <= 0.0 {
-        return Vec::new();
-    }
-    let mut acc: BTreeMap<Subsystem, f64> = BTreeMap::new();
-    for e in evidence {
-        *acc.entry(e.subsystem).or_default() += e.weight / total;
-    }
-    let mut out: Vec<(Subsystem, f64)> = acc.into_iter().collect();
-    out.sort_by(|a, b| b.1.total_cmp(&a.1));
-    out
+    out.into_iter().map(|(_, a)| a).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn cols() -> Vec<Column> {
-        let c = |ch: &str, f: &str, s| Column {
-            channel: ch.into(),
-            feature: f.into(),
-            subsystem: s,
-        };
-        vec![
-            c(
-                "reveal_cpu_frequency_hertz{cpu=\"0\"}",
-                "value__mean",
-                Subsystem::Cpu,
-            ),
-            c(
-                "reveal_storage_read_bytes_total{device=\"sda\"}",
-                "value__maximum",
-                Subsystem::Storage,
-            ),
-            c(
-                "reveal_network_receive_bytes_total{device=\"eth0\"}",
-                "value__variance",
-                Subsystem::Network,
-            ),
-        ]
-    }
-
-    fn at(feature: usize, contribution: f64, z: f64) -> Attribution {
+    fn at(feature: usize, contribution: f64) -> Attribution {
         Attribution {
             feature,
             contribution,
-            z,
+            z: 1.0,
         }
     }
 
     #[test]
-    fn pairs_named_by_several_detectors_rank_first() {
-        let per = vec![
-            ("zscore", vec![at(1, 0.6, 4.0), at(0, 0.4, -3.0)]),
-            ("iforest", vec![at(0, 0.5, -3.5), at(2, 0.1, 2.0)]),
+    fn a_channel_counts_once_by_its_heaviest_feature() {
+        // A packet loss: the timer softirq rate moves in five features (columns 0–4: its
+        // level, spread, trend), the retransmission count (5) in one, the receive rate (6) in
+        // one. Out of order on purpose: heaviest first is this rule's job.
+        let channel = |j: usize| {
+            Some(match j {
+                0..=4 => "softirq_hrtimer",
+                5 => "retrans_segs",
+                _ => "rx_bytes",
+            })
+        };
+        let attributions = vec![
+            at(2, 0.15),
+            at(0, 0.2),
+            at(5, 0.18),
+            at(1, 0.17),
+            at(3, 0.12),
+            at(4, 0.1),
+            at(6, 0.08),
         ];
-        let ev = rank_evidence(&per, &cols(), 10).unwrap();
-        assert_eq!(ev[0].column, 0);
-        assert_eq!(ev[0].detectors, vec!["zscore", "iforest"]);
-        assert!((ev[0].weight - 0.9).abs() < 1e-12);
-        assert_eq!(ev[0].z, -3.5);
-        let shares = subsystem_shares(&ev);
-        assert_eq!(shares[0].0, Subsystem::Cpu);
-        assert!((shares.iter().map(|s| s.1).sum::<f64>() - 1.0).abs() < 1e-12);
+        let kept = heaviest_per_channel(attributions.clone(), 5, channel);
+        let cols: Vec<usize> = kept.iter().map(|a| a.feature).collect();
+        assert_eq!(
+            cols,
+            vec![0, 5, 6],
+            "each channel once, its heaviest feature"
+        );
+        let share = |cpu: bool| -> f64 {
+            kept.iter()
+                .filter(|a| (a.feature < 5) == cpu)
+                .map(|a| a.contribution)
+                .sum()
+        };
+        assert!(share(false) > share(true), "the loss is a network finding");
+        assert_eq!(heaviest_per_channel(attributions, 2, channel).len(), 2);
     }
 
     #[test]
-    fn bad_input_is_an_error_or_skipped() {
-        let per = vec![("pca", vec![at(7, 0.5, 1.0)])];
-        assert!(rank_evidence(&per, &cols(), 3).is_err());
-        let per = vec![("pca", vec![at(0, f64::NAN, 1.0)])];
-        assert!(rank_evidence(&per, &cols(), 3).unwrap().is_empty());
-        assert!(subsystem_shares(&[]).is_empty());
+    fn columns_of_no_known_channel_are_left_out() {
+        let got = heaviest_per_channel(vec![at(9, 0.9), at(0, 0.1)], 5, |j: usize| {
+            (j == 0).then_some(0)
+        });
+        assert_eq!(got.iter().map(|a| a.feature).collect::<Vec<_>>(), vec![0]);
     }
 }

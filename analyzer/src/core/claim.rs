@@ -6,8 +6,6 @@
 //! the exporter's main metrics, and a readable fallback from any metric
 //! name), what the feature means and which way it moved, and how far (z).
 
-use crate::core::attribution::Evidence;
-
 /// Human name of a metric, optionally only for one label value.
 struct Metric {
     name: &'static str,
@@ -323,11 +321,6 @@ pub fn claim(channel: &str, feature: &str, z: f64) -> String {
         }
         None => format!("{who} shows a {dir} {feature} than its baseline ({z_text})."),
     }
-}
-
-/// The claim for one piece of evidence.
-pub fn claim_for(e: &Evidence) -> String {
-    claim(&e.channel, &e.feature, e.z)
 }
 
 /// One decimal, a true minus sign, and no "−0.0".

@@ -33,6 +33,7 @@ use std::collections::BTreeMap;
 use ndarray::{Array2, Axis};
 use serde::Serialize;
 
+use crate::core::attribution;
 use crate::core::detect::{Detector, DetectorsConfig};
 use crate::core::episodes::tracker::severity;
 use crate::core::episodes::{merge_episodes, Episode};
@@ -340,8 +341,9 @@ fn step_hint(m: &HostMatrix, w: &WindowConfig) -> Option<String> {
     ))
 }
 
-/// The flagging detectors' top pairs, merged per column, strongest first. A pair whose
-/// value in this window is not finite, or whose attribution is not, is dropped.
+/// The flagging detectors' top channels, each by its heaviest feature
+/// ([`attribution::by_channel`]), merged per column, strongest first. A pair whose value in
+/// this window is not finite, or whose attribution is not, is dropped.
 fn evidence(
     fm: &FeatureMatrix,
     scored: &[usize],
@@ -353,7 +355,8 @@ fn evidence(
 ) -> Vec<Evidence> {
     let mut by_col: BTreeMap<usize, Evidence> = BTreeMap::new();
     for d in flagging {
-        for a in d.attribute(x.row(wi), top_k) {
+        let channel_of = |j: usize| scored.get(j).map(|&c| fm.columns[c].channel);
+        for a in attribution::by_channel(*d, x.row(wi), top_k, channel_of) {
             let j = a.feature;
             let value = x.get((wi, j)).copied().unwrap_or(f64::NAN);
             if !(value.is_finite() && a.z.is_finite() && a.contribution.is_finite()) {

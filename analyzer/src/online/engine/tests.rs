@@ -1,4 +1,4 @@
-use super::verdict::{by_channel, level_moved_up};
+use super::verdict::level_moved_up;
 use super::*;
 use crate::core::matrix::{Channel, Kind, MetricType};
 use crate::online::WindowScore;
@@ -728,59 +728,4 @@ fn a_refit_asked_for_while_one_runs_in_the_background_follows_it() {
     let h = &e.hosts["h:1"];
     assert!(h.pending.is_none());
     assert_eq!(h.fitted.as_ref().map(|f| f.at_ms), Some(t0 + 2_000));
-}
-
-#[test]
-fn a_channel_counts_once_in_a_detectors_attribution() {
-    use crate::core::detect::Attribution;
-    // A packet loss: the timer softirq rate moves in five features (its level, spread, trend),
-    // the retransmission count in one. Each channel is one piece of evidence.
-    let layout = vec![
-        dynamic_col("softirq_hrtimer", Feature::Mean, Subsystem::Cpu),
-        dynamic_col("softirq_hrtimer", Feature::Maximum, Subsystem::Cpu),
-        dynamic_col(
-            "softirq_hrtimer",
-            Feature::StandardDeviation,
-            Subsystem::Cpu,
-        ),
-        dynamic_col("softirq_hrtimer", Feature::LinearTrendSlope, Subsystem::Cpu),
-        dynamic_col("softirq_hrtimer", Feature::MeanAbsChange, Subsystem::Cpu),
-        dynamic_col("retrans_segs", Feature::SumValues, Subsystem::Network),
-        dynamic_col("rx_bytes", Feature::Mean, Subsystem::Network),
-    ];
-    let at = |feature, contribution| Attribution {
-        feature,
-        contribution,
-        z: 30.0,
-    };
-    // Out of order on purpose: heaviest first is by_channel's job.
-    let attributions = vec![
-        at(2, 0.15),
-        at(0, 0.2),
-        at(5, 0.18),
-        at(1, 0.17),
-        at(3, 0.12),
-        at(4, 0.1),
-        at(6, 0.08),
-    ];
-    let kept = by_channel(attributions.clone(), &layout, 5);
-    let features: Vec<usize> = kept.iter().map(|a| a.feature).collect();
-    assert_eq!(
-        features,
-        [0, 5, 6],
-        "each channel once, its heaviest feature"
-    );
-    let cpu: f64 = kept
-        .iter()
-        .filter(|a| a.feature < 5)
-        .map(|a| a.contribution)
-        .sum();
-    let net: f64 = kept
-        .iter()
-        .filter(|a| a.feature >= 5)
-        .map(|a| a.contribution)
-        .sum();
-    assert!(net > cpu, "network {net} against cpu {cpu}");
-    // At most `top` channels.
-    assert_eq!(by_channel(attributions, &layout, 2).len(), 2);
 }

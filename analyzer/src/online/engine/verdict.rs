@@ -6,18 +6,12 @@ use std::collections::BTreeMap;
 use ndarray::Array1;
 
 use super::Col;
-use crate::core::detect::Attribution;
+use crate::core::attribution::{by_channel, TOP_CHANNELS};
 use crate::core::features::Feature;
 use crate::core::fit::Fitted;
 use crate::core::matrix::Subsystem;
 use crate::core::score::Scorer;
 use crate::online::WindowScore;
-
-/// Channels a detector's attribution names per window (each with its heaviest feature).
-const TOP_K: usize = 5;
-/// Features asked of a detector for its [`TOP_K`] channels: one channel's features move
-/// together, so the heaviest few can all be one channel's.
-const FEATURES_PER_ATTRIBUTION: usize = 4 * TOP_K;
 
 /// Which way the channel of evidence `col` (deviation `z`) moved in the window `x`, for its
 /// remediation hint: a level feature's own sign; for a spread or shape (one flow where there
@@ -46,32 +40,6 @@ pub(super) fn level_moved_up(
         .map_or(z >= 0.0, |d| d >= 0.0)
 }
 
-/// A detector's attributions with one per channel, its heaviest feature, the `top` heaviest
-/// channels first. A channel is one piece of evidence however many of its features moved: a
-/// dynamic channel has a dozen features that all move when its level does, an event channel
-/// two, and counting features would weigh a rate's move six times an event count's in the
-/// subsystem shares (a packet loss seen as the retransmission count and as the timer softirqs
-/// the retransmissions raise was a CPU finding).
-pub(super) fn by_channel(
-    mut attributions: Vec<Attribution>,
-    layout: &[Col],
-    top: usize,
-) -> Vec<Attribution> {
-    attributions.sort_by(|a, b| b.contribution.total_cmp(&a.contribution));
-    let mut out: Vec<Attribution> = Vec::with_capacity(top);
-    let channel = |j: usize| layout.get(j).map(|c| c.channel.as_str());
-    // Heaviest first: the first of each channel is its heaviest.
-    for a in attributions {
-        if out.len() == top {
-            break;
-        }
-        if !out.iter().any(|b| channel(b.feature) == channel(a.feature)) {
-            out.push(a);
-        }
-    }
-    out
-}
-
 pub(super) fn score_window(
     host: &str,
     end_ms: i64,
@@ -90,11 +58,8 @@ pub(super) fn score_window(
     for &i in &verdict.flagging {
         let d = &f.detectors[i].model;
         flagged.push(d.name().to_string());
-        for a in by_channel(
-            d.attribute(x.view(), FEATURES_PER_ATTRIBUTION),
-            layout,
-            TOP_K,
-        ) {
+        let channel_of = |j: usize| layout.get(j).map(|c| c.channel.as_str());
+        for a in by_channel(d.as_ref(), x.view(), TOP_CHANNELS, channel_of) {
             if let Some(col) = layout.get(a.feature) {
                 *share.entry(col.subsystem.as_str()).or_default() += a.contribution;
             }
@@ -136,7 +101,7 @@ pub(super) fn score_window(
         .collect();
     let claims: Vec<String> = ranked
         .iter()
-        .take(TOP_K)
+        .take(TOP_CHANNELS)
         .map(|(_, c, _, _)| c.clone())
         .collect();
     // The strongest claim of each subsystem, for alerts that name one subsystem each, and
