@@ -108,6 +108,7 @@ fn bench_prune() -> (f64, f64, usize) {
             kind: Kind::Dynamic,
             metric_type: MetricType::Gauge,
             resolution: 0.0,
+            per_second: false,
         })
         .collect();
     let m = HostMatrix {

@@ -91,6 +91,7 @@ fn matrix(windows: usize, data: &[f64]) -> HostMatrix {
             kind: Kind::Dynamic,
             metric_type: MetricType::Gauge,
             resolution: 0.0,
+            per_second: false,
         })
         .collect();
     HostMatrix {

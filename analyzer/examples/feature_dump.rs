@@ -67,11 +67,7 @@ async fn main() -> anyhow::Result<()> {
             .iter()
             .map(|&c| {
                 let col = &fm.columns[c];
-                least_change(
-                    col.feature,
-                    fm.channels[col.channel].resolution,
-                    wc.samples(),
-                )
+                least_change(col.feature, &fm.channels[col.channel], &wc)
             })
             .collect();
         let floors = floors_for(&kinds, &least);

@@ -25,6 +25,7 @@ fn channel(name: &str, kind: Kind) -> Channel {
         kind,
         metric_type: MetricType::Gauge,
         resolution: 0.0,
+        per_second: false,
     }
 }
 

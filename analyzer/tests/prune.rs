@@ -28,6 +28,7 @@ fn matrix(rows: &[(&str, Vec<f64>)]) -> HostMatrix {
                 kind: Kind::Dynamic,
                 metric_type: MetricType::Gauge,
                 resolution: 0.0,
+                per_second: false,
             }
         })
         .collect();

@@ -170,20 +170,31 @@ impl Feature {
     }
 }
 
-/// The least meaningful change of `feature` on a channel whose own is `resolution` (see
-/// `Channel::resolution`), over windows of `samples` samples. The extremes (and an event
-/// sum) move in whole units; a statistic over the window resolves finer, as one sample moving
-/// by a unit moves it: the mean and the trend's intercept by 1/n of it, the mean absolute
-/// change by 1/(n − 1), the standard deviation by about 1/√n (the variance by the square of
-/// that). The shape statistics have no unit, and the trend's slope is per step: none.
-pub fn least_change(feature: Feature, resolution: f64, samples: usize) -> f64 {
-    let n = samples.max(2) as f64;
+/// The least meaningful change of `feature` on `channel` (see `Channel::resolution`), over
+/// windows of `window`. The extremes move in whole units; a statistic over the window resolves
+/// finer, as one unit held for `k` of the window's `n` samples moves it: the mean and the
+/// trend's intercept by k/n of it, the sum by k units, the mean absolute change by 1/(n − 1),
+/// the standard deviation by about √(k/n) (the variance by the square of that). A gauge's
+/// unit can last one sample (k = 1); a per-second rate's unit is one event, which fills a
+/// second of samples (k = 1 s / step: ten at 100 ms), so twelve timer softirqs in one second
+/// move a 3 s window's mean rate by 4, not by 120 least changes. The shape statistics have no
+/// unit, and the trend's slope is per step: none.
+pub fn least_change(feature: Feature, channel: &Channel, window: &WindowConfig) -> f64 {
+    let resolution = channel.resolution;
+    let samples = window.samples().max(2);
+    let n = samples as f64;
+    let k = if channel.per_second {
+        (1000 / window.step_ms.max(1)).clamp(1, samples as i64) as f64
+    } else {
+        1.0
+    };
     match feature {
-        Feature::Minimum | Feature::Maximum | Feature::SumValues => resolution,
-        Feature::Mean | Feature::LinearTrendIntercept => resolution / n,
+        Feature::Minimum | Feature::Maximum => resolution,
+        Feature::SumValues => resolution * k,
+        Feature::Mean | Feature::LinearTrendIntercept => resolution * k / n,
         Feature::MeanAbsChange => resolution / (n - 1.0),
-        Feature::StandardDeviation => resolution / n.sqrt(),
-        Feature::Variance => resolution * resolution / n,
+        Feature::StandardDeviation => resolution * (k.min(n / 2.0) / n).sqrt(),
+        Feature::Variance => resolution * resolution * k.min(n / 2.0) / n,
         Feature::Skewness
         | Feature::Kurtosis
         | Feature::LinearTrendSlope
@@ -391,7 +402,39 @@ mod tests {
             kind,
             metric_type: MetricType::Gauge,
             resolution: 0.0,
+            per_second: false,
         }
+    }
+
+    #[test]
+    fn one_event_of_a_per_second_rate_fills_a_second_of_samples() {
+        // 3 s windows of 100 ms samples; one softirq a second.
+        let window = WindowConfig::default();
+        let mut gauge = ch("procs", Kind::Dynamic);
+        gauge.resolution = 1.0;
+        let rate = Channel {
+            per_second: true,
+            ..gauge.clone()
+        };
+        let least = |f, c: &Channel| least_change(f, c, &window);
+        assert!((least(Feature::Mean, &gauge) - 1.0 / 30.0).abs() < 1e-12);
+        assert!((least(Feature::Mean, &rate) - 10.0 / 30.0).abs() < 1e-12);
+        assert_eq!(least(Feature::SumValues, &rate), 10.0);
+        assert_eq!(least(Feature::SumValues, &gauge), 1.0);
+        // The extremes move by one unit either way.
+        assert_eq!(least(Feature::Maximum, &rate), 1.0);
+        assert_eq!(least(Feature::Maximum, &gauge), 1.0);
+        assert!(
+            least(Feature::StandardDeviation, &rate) > least(Feature::StandardDeviation, &gauge)
+        );
+        assert_eq!(least(Feature::Kurtosis, &rate), 0.0);
+        // A step of a second or more: one sample holds the event.
+        let coarse = WindowConfig {
+            step_ms: 1000,
+            window_ms: 30_000,
+            ..window
+        };
+        assert!((least_change(Feature::Mean, &rate, &coarse) - 1.0 / 30.0).abs() < 1e-12);
     }
 
     #[test]

@@ -141,6 +141,11 @@ pub struct Channel {
     /// `crate::core::features::least_change`).
     #[serde(default)]
     pub resolution: f64,
+    /// The channel is a per-second rate of a counter (a `rate()` or `irate()` of the
+    /// Prometheus source): one unit of its counter, one event, fills a second of samples
+    /// rather than one sample (see `crate::core::features::least_change`).
+    #[serde(default)]
+    pub per_second: bool,
 }
 
 /// One host's channels on a regular grid: `values[[c, t]]` is channel `c` at
@@ -345,6 +350,7 @@ mod tests {
             kind: Kind::Dynamic,
             metric_type: t,
             resolution: 0.0,
+            per_second: false,
         }
     }
 

@@ -205,11 +205,7 @@ pub fn analyze_host(m: &HostMatrix, p: &AnalyzeParams) -> HostAnalysis {
             .iter()
             .map(|&c| {
                 let col = &fm.columns[c];
-                least_change(
-                    col.feature,
-                    fm.channels[col.channel].resolution,
-                    p.window.samples(),
-                )
+                least_change(col.feature, &fm.channels[col.channel], &p.window)
             })
             .collect::<Vec<_>>(),
     );

@@ -184,6 +184,7 @@ mod tests {
                 kind: Kind::Dynamic,
                 metric_type: MetricType::Gauge,
                 resolution: 0.0,
+                per_second: false,
             })
             .collect();
         let flat: Vec<f64> = rows.into_iter().flatten().collect();

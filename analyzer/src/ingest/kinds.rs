@@ -174,6 +174,8 @@ struct Entry {
     subsystem: Subsystem,
     kind: Option<Kind>,
     resolution: Option<f64>,
+    /// Its series are per-second rates ([`MetricSet::mark_per_second`]).
+    per_second: bool,
 }
 
 impl MetricSet {
@@ -208,6 +210,7 @@ impl MetricSet {
                 subsystem: sub,
                 kind: spec.kind.map(Kind::from),
                 resolution,
+                per_second: false,
             });
         }
         Ok(MetricSet { entries })
@@ -261,6 +264,22 @@ impl MetricSet {
         (Subsystem::from_metric_name(metric), default())
     }
 
+    /// Marks entry `index`'s series as per-second rates: the Prometheus source does for
+    /// every expression that applies `rate` or `irate` ([`applies_rate`]).
+    pub fn mark_per_second(&mut self, index: usize) {
+        if let Some(e) = self.entries.get_mut(index) {
+            e.per_second = true;
+        }
+    }
+
+    /// Whether a metric's channels are per-second rates: the matching entry's mark.
+    pub fn per_second(&self, metric: &str) -> bool {
+        self.entries
+            .iter()
+            .find(|e| e.re.is_match(metric))
+            .is_some_and(|e| e.per_second)
+    }
+
     /// The least meaningful change of a metric's channels: the matching entry's
     /// `resolution`, else [`default_resolution`].
     pub fn resolution(&self, metric: &str) -> f64 {
@@ -270,6 +289,52 @@ impl MetricSet {
             .and_then(|e| e.resolution)
             .unwrap_or_else(|| default_resolution(metric))
     }
+}
+
+/// Whether a PromQL expression's values are per-second rates: it applies `rate` or `irate`
+/// (`sum without (cpu) (rate(x_total[1s]))`, a ratio of two rates) or reads a recorded one
+/// (`level:x_bytes:rate1s`, Prometheus' naming convention); `increase` and `delta` are not
+/// per second.
+pub fn applies_rate(expr: &str) -> bool {
+    // Quoted label values are not PromQL: blank them out first.
+    let mut code = String::with_capacity(expr.len());
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    for c in expr.chars() {
+        match quote {
+            Some(q) => {
+                if escaped {
+                    escaped = false;
+                } else if c == '\\' {
+                    escaped = true;
+                } else if c == q {
+                    quote = None;
+                }
+                code.push(' ');
+            }
+            None if c == '"' || c == '\'' || c == '`' => {
+                quote = Some(c);
+                code.push(' ');
+            }
+            None => code.push(c),
+        }
+    }
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == ':';
+    let mut rest = code.as_str();
+    while let Some(start) = rest.find(ident) {
+        let tail = &rest[start..];
+        let len = tail.find(|c| !ident(c)).unwrap_or(tail.len());
+        let word = &tail[..len];
+        let called = tail[len..].trim_start().starts_with('(');
+        let recorded = word
+            .rsplit_once(':')
+            .is_some_and(|(_, op)| op.starts_with("rate") || op.starts_with("irate"));
+        if (called && (word == "rate" || word == "irate")) || recorded {
+            return true;
+        }
+        rest = &tail[len..];
+    }
+    false
 }
 
 /// One page: the unit in which the kernel keeps memory and moves blocks.
@@ -447,6 +512,28 @@ mod tests {
             resolution: None,
         };
         assert_eq!(named.channel_name(), "alive");
+    }
+
+    #[test]
+    fn rate_expressions_are_per_second() {
+        for e in [
+            "rate(reveal_cpu_softirqs_total[1s])",
+            "sum without (cpu) (rate (x_total[1s]))",
+            "irate(x_total[1s])",
+            "sum(rate(a_total[1s])) / sum(rate(b_total[1s]))",
+            "level:reveal_x_bytes:rate1s",
+        ] {
+            assert!(applies_rate(e), "{e}");
+        }
+        for e in [
+            "reveal_cpu_procs_running",
+            "increase(x_total[1s])",
+            "my_rate(x)",
+            "x{mode=\"rate(\"}",
+            "reveal_cpu_softirqs_rate",
+        ] {
+            assert!(!applies_rate(e), "{e}");
+        }
     }
 
     #[test]

@@ -180,6 +180,7 @@ impl<'a> Assembler<'a> {
             kind,
             metric_type,
             resolution: self.opts.metric_set.resolution(metric),
+            per_second: self.opts.metric_set.per_second(metric),
         };
         (host, channel)
     }

@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Instant;
 
 use crate::core::matrix::{HostMatrix, Kind, MetricType};
-use crate::ingest::kinds::{default_kind, MetricKind, MetricSet, MetricSpec};
+use crate::ingest::kinds::{applies_rate, default_kind, MetricKind, MetricSet, MetricSpec};
 use crate::ingest::promapi::{Matrix, PromClient, PromError};
 use crate::ingest::shard::Shard;
 use crate::ingest::{Assembler, Source, SourceError, SourceOptions, TimeRange};
@@ -105,8 +105,13 @@ impl PrometheusSource {
                 }
             })
             .collect();
-        let metric_set =
+        let mut metric_set =
             MetricSet::new(&by_name, "metrics").map_err(|e| SourceError::Other(e.to_string()))?;
+        for (i, s) in specs.iter().enumerate() {
+            if applies_rate(&s.expr) {
+                metric_set.mark_per_second(i);
+            }
+        }
         Ok(PrometheusSource {
             client,
             specs: specs.to_vec(),
@@ -486,8 +491,13 @@ mod tests {
         );
         assert_eq!(a.channels[cpu].kind, Kind::Dynamic);
         assert_eq!(a.row(cpu).to_vec(), vec![0.5, 0.6]);
+        assert!(a.channels[cpu].per_second, "a rate() is per second");
         let disk = 1 - cpu;
         assert_eq!(a.channels[disk].kind, Kind::Event);
+        assert!(
+            !a.channels[disk].per_second,
+            "a raw counter holds per-step increases"
+        );
         assert_eq!(a.channels[disk].metric_type, MetricType::Counter);
         assert_eq!(
             a.row(disk)[1],

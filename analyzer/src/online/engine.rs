@@ -410,8 +410,8 @@ impl Engine {
                     kind: fm.channels[col.channel].kind,
                     least: least_change(
                         col.feature,
-                        fm.channels[col.channel].resolution,
-                        self.params.window.samples(),
+                        &fm.channels[col.channel],
+                        &self.params.window,
                     ),
                 });
                 host.layout.len() - 1

@@ -30,6 +30,7 @@ fn channel(i: usize, kind: Kind) -> Channel {
         kind,
         metric_type: MetricType::Gauge,
         resolution: 0.0,
+        per_second: false,
     }
 }
 

@@ -122,6 +122,7 @@ mod tests {
             kind: Kind::Dynamic,
             metric_type: MetricType::Gauge,
             resolution: 0.0,
+            per_second: false,
         }
     }
 

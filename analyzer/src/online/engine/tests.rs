@@ -47,6 +47,7 @@ fn host(start: i64, secs: i64, burst: std::ops::Range<i64>, seed: &mut u64) -> H
                 kind: Kind::Dynamic,
                 metric_type: MetricType::Gauge,
                 resolution: 0.0,
+                per_second: false,
             })
             .collect(),
         values,
@@ -204,6 +205,7 @@ fn with_events(m: HostMatrix, events: std::ops::Range<i64>, rate: f64) -> HostMa
         kind: Kind::Event,
         metric_type: MetricType::Counter,
         resolution: 0.0,
+        per_second: false,
     });
     HostMatrix {
         values: ndarray::concatenate(ndarray::Axis(0), &[m.values.view(), row.view()]).unwrap(),

@@ -55,6 +55,7 @@ fn host(
                 kind: *k,
                 metric_type: MetricType::Gauge,
                 resolution: 0.0,
+                per_second: false,
             })
             .collect(),
         values,
