@@ -326,15 +326,20 @@ pub fn applies_rate(expr: &str) -> bool {
         let len = tail.find(|c| !ident(c)).unwrap_or(tail.len());
         let word = &tail[..len];
         let called = tail[len..].trim_start().starts_with('(');
-        let recorded = word
-            .rsplit_once(':')
-            .is_some_and(|(_, op)| op.starts_with("rate") || op.starts_with("irate"));
-        if (called && (word == "rate" || word == "irate")) || recorded {
+        if (called && (word == "rate" || word == "irate")) || recorded_rate(word).is_some() {
             return true;
         }
         rest = &tail[len..];
     }
     false
+}
+
+/// A recording rule's rate by Prometheus' naming convention (`level:metric:rate1s`,
+/// `…:irate…`): the name before its operation (`level:metric`).
+fn recorded_rate(name: &str) -> Option<&str> {
+    name.rsplit_once(':')
+        .filter(|(_, op)| op.starts_with("rate") || op.starts_with("irate"))
+        .map(|(rest, _)| rest)
 }
 
 /// One page: the unit in which the kernel keeps memory and moves blocks.
@@ -350,8 +355,8 @@ pub const CLOCK_TICK_SECONDS: f64 = 0.01;
 /// without `_total`) counts as the rate of its counter.
 pub fn default_resolution(metric: &str) -> f64 {
     let counter;
-    let name = match metric.rsplit_once(':') {
-        Some((rest, op)) if op.starts_with("rate") || op.starts_with("irate") => {
+    let name = match recorded_rate(metric) {
+        Some(rest) => {
             let base = rest.rsplit(':').next().unwrap_or(rest);
             counter = format!("{}_total", base.trim_end_matches("_total"));
             counter.as_str()
