@@ -93,12 +93,12 @@ pub fn apply(seed: &[u8], muts: &[Mutation], seeds: &[Vec<u8>]) -> Vec<u8> {
                 v.drain(i..end);
             }
             Mutation::Repeat(p, n, k) => {
+                // k copies of the span after it, inserted at once: one move of the tail,
+                // not k (the tail may be megabytes).
                 let i = at(p, &v);
                 let end = (i + n).min(v.len());
-                let span = v[i..end].to_vec();
-                for _ in 0..k {
-                    v.splice(end..end, span.iter().copied());
-                }
+                let copies = v[i..end].repeat(k);
+                v.splice(end..end, copies);
             }
             Mutation::Truncate(p) => {
                 let i = at(p, &v);
@@ -111,7 +111,12 @@ pub fn apply(seed: &[u8], muts: &[Mutation], seeds: &[Vec<u8>]) -> Vec<u8> {
                 } else {
                     b'7'
                 };
-                v.splice(i..i, std::iter::repeat_n(byte, n));
+                // Built by copies and a fill, not byte by byte (n may be a megabyte).
+                let mut grown = Vec::with_capacity(v.len() + n);
+                grown.extend_from_slice(&v[..i]);
+                grown.resize(i + n, byte);
+                grown.extend_from_slice(&v[i..]);
+                v = grown;
             }
             Mutation::Splice(p, s, n) => {
                 let other = &seeds[s % seeds.len()];
@@ -222,5 +227,46 @@ mod tests {
             apply(b"", &[Mutation::Flip(7, 1), Mutation::Delete(3, 9)], &seeds),
             b""
         );
+    }
+
+    /// Repeat and Grow, one insertion at a time: what `apply` must equal.
+    fn apply_slowly(seed: &[u8], muts: &[Mutation], seeds: &[Vec<u8>]) -> Vec<u8> {
+        let mut v = seed.to_vec();
+        for m in muts {
+            let at = |p: usize, v: &Vec<u8>| if v.is_empty() { 0 } else { p % (v.len() + 1) };
+            match *m {
+                Mutation::Repeat(p, n, k) => {
+                    let i = at(p, &v);
+                    let end = (i + n).min(v.len());
+                    let span = v[i..end].to_vec();
+                    for _ in 0..k {
+                        v.splice(end..end, span.iter().copied());
+                    }
+                }
+                Mutation::Grow(p, n) => {
+                    let i = at(p, &v);
+                    let byte = if i < v.len() && v[i] != b'\n' { v[i] } else { b'7' };
+                    for _ in 0..n {
+                        v.insert(i, byte);
+                    }
+                }
+                ref other => v = apply(&v, std::slice::from_ref(other), seeds),
+            }
+        }
+        v
+    }
+
+    proptest! {
+        #![proptest_config(Config { cases: 300, failure_persistence: None, ..Config::default() })]
+        #[test]
+        fn bulk_insertions_equal_one_at_a_time(
+            muts in prop::collection::vec(
+                mutation().prop_filter("no megabyte line", |m| !matches!(m, Mutation::Grow(_, n) if *n > 4096)),
+                0..6,
+            ),
+        ) {
+            let seeds = vec![b"cpu0 1 2 3\nintr 5 6\n".to_vec(), b"# EOF\n".to_vec()];
+            prop_assert_eq!(apply(&seeds[0], &muts, &seeds), apply_slowly(&seeds[0], &muts, &seeds));
+        }
     }
 }
