@@ -32,7 +32,8 @@
 #                          cpu_saturation,memory_hog,dirty_page_flood,storage_read_burst,
 #                          softirq_flood_one_cpu,packet_loss; also known: the paper's cases
 #                          irq_imbalance,packet_loss_0.5pct,packet_loss_0.1pct,one_flow,
-#                          memory_bandwidth, and where the host has the hardware numa_remote
+#                          memory_bandwidth, hugepages_drift (recorded stand-in hosts, below),
+#                          and where the host has the hardware numa_remote
 #                          (two NUMA nodes or more, numactl) and cpu_frequency (cpufreq);
 #                          a fault the host cannot run is skipped with a warning and listed
 #                          as skipped in run.json and the results)
@@ -139,7 +140,7 @@ QUICK=0
 KEEP_DATA=0
 DEFAULT_FAULTS="cpu_saturation,memory_hog,dirty_page_flood,storage_read_burst,softirq_flood_one_cpu,packet_loss"
 # The paper's subtler cases (issue 15): chosen with --faults.
-CASE_FAULTS="irq_imbalance,packet_loss_0.5pct,packet_loss_0.1pct,one_flow,memory_bandwidth,numa_remote,cpu_frequency"
+CASE_FAULTS="irq_imbalance,packet_loss_0.5pct,packet_loss_0.1pct,one_flow,memory_bandwidth,hugepages_drift,numa_remote,cpu_frequency"
 ALL_FAULTS="$DEFAULT_FAULTS,$CASE_FAULTS"
 FAULTS="$DEFAULT_FAULTS"
 STREAM_RATE=25M  # per flow; two flows
@@ -233,8 +234,20 @@ mkdir -p "$TMPD" "$OUT/analyzers"
 
 if [ "$QUICK" = 1 ]; then WARMUP=60; else WARMUP=300; fi
 NF=${#FAULT_LIST[@]}
+# The HugePages case (paper §6) compares hosts, and this evaluation has one: its hosts are
+# stand-ins, copies of the two-socket fixture machine's /proc and /sys
+# (exporter/tests/fixtures/numa-2socket), each read by its own exporter and scraped at 100 ms
+# by a second Prometheus, which one more analyzer per evaluated analyzer follows (same
+# configuration; all hosts of an analyzer are one group, so the stand-ins are not compared
+# with this host). The fault reserves 1 GiB huge pages on one of them, as the kernel shows it
+# (scripts/evaluate/hugepages.py), and holds them long enough for a persistent deviation
+# (24 of 30 windows, about half a minute).
+CLUSTER=0
+if [[ " ${FAULT_LIST[*]-} " == *" hugepages_drift "* ]]; then CLUSTER=1; fi
+HP_HOSTS=4; HP_PAGES=32
+HP_SECONDS=$(( FAULT_SECONDS > 60 ? FAULT_SECONDS : 60 ))
 # Every loop and the poller stop by this time at the latest, whatever happens to this script.
-DEADLINE=$(( $(now_s) + 120 + AGE_MIN * 60 + 3 * WARMUP + 300 + FAULT_FREE_MIN * 60 + NF * (FAULT_SECONDS + GAP + 5) + GAP + 600 ))
+DEADLINE=$(( $(now_s) + 120 + AGE_MIN * 60 + 3 * WARMUP + 300 + FAULT_FREE_MIN * 60 + NF * (FAULT_SECONDS + GAP + 5) + CLUSTER * HP_SECONDS + GAP + 600 ))
 
 # ---- bookkeeping and cleanup ------------------------------------------------------------------------
 
@@ -271,7 +284,7 @@ cleanup() {
   [ -n "$HOST_DEV" ] && ip link del "$HOST_DEV" 2>/dev/null
   rm -rf "$TMPD"
   if [ "$KEEP_DATA" = 0 ]; then
-    rm -rf "$OUT/prometheus-data" "$OUT"/analyzers/*/receiver-data "$OUT"/analyzers/*/alertmanager-data
+    rm -rf "$OUT/prometheus-data" "$OUT/cluster-prometheus-data" "$OUT"/analyzers/*/receiver-data "$OUT"/analyzers/*/alertmanager-data
   fi
   if [ "$DONE" = 1 ]; then log "done: results in $OUT/results.md"
   else log "stopped before the end (exit $rc); what was recorded is in $OUT"; fi
@@ -292,10 +305,15 @@ take_port() {
   PORT=$PORT_NEXT; PORT_NEXT=$((PORT_NEXT + 1))
 }
 take_port; EXPORTER_PORT=$PORT; take_port; PROM_PORT=$PORT; take_port; FLOOD_PORT=$PORT
-A_PORT=(); AM_PORT=(); RECV_PORT=()
+A_PORT=(); AM_PORT=(); RECV_PORT=(); C_PORT=(); HP_PORT=()
 for ((i = 0; i < NA; i++)); do
   take_port; A_PORT+=("$PORT"); take_port; AM_PORT+=("$PORT"); take_port; RECV_PORT+=("$PORT")
+  if [ "$CLUSTER" = 1 ]; then take_port; C_PORT+=("$PORT"); fi
 done
+if [ "$CLUSTER" = 1 ]; then
+  take_port; CLUSTER_PROM_PORT=$PORT
+  for ((k = 1; k <= HP_HOSTS; k++)); do take_port; HP_PORT+=("$PORT"); done
+fi
 
 http_ok() { curl -fsS -m 2 -o /dev/null "$1" 2>/dev/null; }
 # wait_http NAME URL SECONDS PID
@@ -371,6 +389,37 @@ PROM_PID=$LAST_PID
 wait_http exporter "http://127.0.0.1:$EXPORTER_PORT/metrics" 30 "$EXPORTER_PID"
 wait_http prometheus "http://127.0.0.1:$PROM_PORT/-/ready" 60 "$PROM_PID"
 
+HP_PIDS=(); HP_TARGETS=(); CLUSTER_PROM_PID=""
+if [ "$CLUSTER" = 1 ]; then
+  log "phase setup: the HugePages case's $HP_HOSTS stand-in hosts (copies of exporter/tests/fixtures/numa-2socket), an exporter each, their own Prometheus"
+  python3 "$HELPERS/hugepages.py" setup "$TMPD/cluster" "$ROOT/exporter/tests/fixtures/numa-2socket" "$HP_HOSTS" >/dev/null
+  for ((k = 1; k <= HP_HOSTS; k++)); do
+    # Memory collectors only: they stand in for the memory of a cluster's hosts, and a
+    # 64-CPU machine's whole scrape, four times every 100 ms, loads a 2-CPU host (83 ms a
+    # scrape, 15 % of them timed out, in a trial).
+    spawn "exporter-host-$k" "$OUT/exporter-host-$k.log" "$EXPORTER" \
+      --web.listen-address="127.0.0.1:${HP_PORT[k - 1]}" --collector.disable-defaults \
+      --collector.meminfo --collector.hugepages --collector.vmstat --collector.numa \
+      --path.procfs="$TMPD/cluster/host-$k/proc" --path.sysfs="$TMPD/cluster/host-$k/sys"
+    HP_PIDS+=("$LAST_PID"); HP_TARGETS+=("127.0.0.1:${HP_PORT[k - 1]}")
+  done
+  { echo "# The HugePages case's stand-in hosts, scraped as the stack scrapes its exporter."
+    echo "global:"; echo "  scrape_interval: 15s"
+    echo "scrape_configs:"; echo "  - job_name: reveal"
+    echo "    scrape_interval: 100ms"; echo "    scrape_timeout: 100ms"
+    echo "    static_configs:"
+    echo "      - targets: [$(printf '"%s", ' "${HP_TARGETS[@]}" | sed 's/, $//')]"
+  } >"$OUT/cluster-prometheus.yml"
+  spawn cluster-prometheus "$OUT/cluster-prometheus.log" prometheus --config.file="$OUT/cluster-prometheus.yml" \
+    --storage.tsdb.path="$OUT/cluster-prometheus-data" --storage.tsdb.retention.time=1d \
+    --web.listen-address="127.0.0.1:$CLUSTER_PROM_PORT"
+  CLUSTER_PROM_PID=$LAST_PID
+  for ((k = 1; k <= HP_HOSTS; k++)); do
+    wait_http "exporter host-$k" "http://${HP_TARGETS[k - 1]}/metrics" 30 "${HP_PIDS[k - 1]}"
+  done
+  wait_http "cluster prometheus" "http://127.0.0.1:$CLUSTER_PROM_PORT/-/ready" 60 "$CLUSTER_PROM_PID"
+fi
+
 AM_PIDS=(); RECV_PIDS=(); AN_PIDS=(); A_DIRS=()
 for ((i = 0; i < NA; i++)); do
   d="$OUT/analyzers/${A_NAMES[i]}"; A_DIRS+=("$d")
@@ -401,9 +450,9 @@ log "phase polling: Alertmanager API v2 of every analyzer, every 1 s"
 # ---- 4. analyzers ------------------------------------------------------------------------------------------
 
 # deploy/analyzer.yml as is, with this run's ports; --quick sets analysis.warmup and .baseline.
-analyzer_config() { # PORT AM_PORT RECV_PORT CONFIG
+analyzer_config() { # PORT AM_PORT RECV_PORT CONFIG [SOURCE_PORT]
   sed -e "s|127\.0\.0\.1:19090/api/v1/write|127.0.0.1:$3/api/v1/write|g" \
-      -e "s/127\.0\.0\.1:19090/127.0.0.1:$PROM_PORT/g" \
+      -e "s/127\.0\.0\.1:19090/127.0.0.1:${5:-$PROM_PORT}/g" \
       -e "s/127\.0\.0\.1:19093/127.0.0.1:$2/g" \
       -e "s/127\.0\.0\.1:19191/127.0.0.1:$1/g" "$4" |
   if [ "$QUICK" = 1 ]; then
@@ -426,8 +475,23 @@ for ((i = 0; i < NA; i++)); do
     "$d/state" "${A_BINS[i]}" "$d/analyzer.yml"
   AN_PIDS+=("$LAST_PID")
 done
+# The HugePages case: one more analyzer per evaluated one, on the stand-in hosts' Prometheus,
+# writing to the same receiver and the same Alertmanager (its hosts have their own instances).
+C_PIDS=()
+for ((i = 0; i < NA && CLUSTER; i++)); do
+  d="${A_DIRS[i]}"
+  mkdir -p "$d/cluster-state"
+  analyzer_config "${C_PORT[i]}" "${AM_PORT[i]}" "${RECV_PORT[i]}" \
+    "${A_CFG[${A_NAMES[i]}]:-$ROOT/deploy/analyzer.yml}" "$CLUSTER_PROM_PORT" >"$d/cluster-analyzer.yml"
+  spawn "cluster-analyzer-${A_NAMES[i]}" "$d/cluster-analyzer.log" bash -c 'cd "$1" && exec "$2" run --config.file="$3"' _ \
+    "$d/cluster-state" "${A_BINS[i]}" "$d/cluster-analyzer.yml"
+  C_PIDS+=("$LAST_PID")
+done
 for ((i = 0; i < NA; i++)); do
   wait_http "analyzer ${A_NAMES[i]}" "http://127.0.0.1:${A_PORT[i]}/-/healthy" 30 "${AN_PIDS[i]}"
+  if [ "$CLUSTER" = 1 ]; then
+    wait_http "cluster analyzer ${A_NAMES[i]}" "http://127.0.0.1:${C_PORT[i]}/-/healthy" 30 "${C_PIDS[i]}"
+  fi
 done
 
 metric() { # PORT NAME: one unlabelled value of an analyzer's /metrics
@@ -441,6 +505,15 @@ check_alive() {
   for ((i = 0; i < NA; i++)); do
     alive "${AN_PIDS[i]}" || die "analyzer ${A_NAMES[i]} exited (log: ${A_DIRS[i]}/analyzer.log)"
   done
+  if [ "$CLUSTER" = 1 ]; then
+    alive "$CLUSTER_PROM_PID" || die "the stand-in hosts' Prometheus exited (log: $OUT/cluster-prometheus.log)"
+    for ((i = 0; i < HP_HOSTS; i++)); do
+      alive "${HP_PIDS[i]}" || die "the exporter of host-$((i + 1)) exited (log: $OUT/exporter-host-$((i + 1)).log)"
+    done
+    for ((i = 0; i < NA; i++)); do
+      alive "${C_PIDS[i]}" || die "cluster analyzer ${A_NAMES[i]} exited (log: ${A_DIRS[i]}/cluster-analyzer.log)"
+    done
+  fi
 }
 alert_counts() {
   local i s=""
@@ -459,6 +532,8 @@ while :; do
   ready=0
   for ((i = 0; i < NA; i++)); do
     fits="$(metric "${A_PORT[i]}" reveal_analyzer_fits_total)"
+    # With the HugePages case, an analyzer is ready when its stand-in hosts' one is too.
+    if [ "$CLUSTER" = 1 ] && [ "${fits:-0}" != 0 ]; then fits="$(metric "${C_PORT[i]}" reveal_analyzer_fits_total)"; fi
     [ "${fits:-0}" != 0 ] && ready=$((ready + 1))
   done
   [ "$ready" = "$NA" ] && break
@@ -507,7 +582,9 @@ log "fault-free done: $(alert_counts)"
 hold_until() { while [ "$(now_ms)" -lt "$1" ]; do sleep 0.2; done; }
 F="$FAULT_SECONDS"
 run_fault() {
-  local name="$1" expected="$2" start end cmd
+  local name="$1" expected="$2" start end cmd extra=""
+  F="$FAULT_SECONDS"
+  if [ "$name" = hugepages_drift ]; then F="$HP_SECONDS"; fi
   check_alive
   # A random moment of the second: where a fault starts against the analyzer's 1 s window grid
   # decides how much of it its first window holds, so each fault draws its own phase rather
@@ -574,6 +651,14 @@ run_fault() {
       done
       hold_until $((start + F * 1000))
       for c in "${saved[@]}"; do echo "${c#*=}" >"${c%%=*}/scaling_max_freq" 2>>"$OUT/faults.log" || true; done ;;
+    hugepages_drift)
+      # One of the stand-in hosts reserves 1 GiB huge pages that nothing uses (paper §6: one
+      # node of nine preallocated them), kept for HP_SECONDS, then given back.
+      cmd="$HP_PAGES x 1 GiB huge pages reserved on host-1 of $HP_HOSTS recorded stand-in hosts (${HP_TARGETS[0]}), released after ${F}s"
+      extra=",\"alertname\":\"RevealHostDeviation\",\"instance\":\"${HP_TARGETS[0]}\""
+      python3 "$HELPERS/hugepages.py" reserve "$TMPD/cluster/host-1" "$HP_PAGES" >>"$OUT/faults.log" 2>&1
+      hold_until $((start + F * 1000))
+      python3 "$HELPERS/hugepages.py" release "$TMPD/cluster/host-1" "$HP_PAGES" >>"$OUT/faults.log" 2>&1 ;;
     one_flow)
       cmd="the background transfer restarted with one flow of $STREAM_RATE where it had two, restored after ${F}s"
       touch "$TMPD/one-flow"; restart_stream
@@ -584,8 +669,8 @@ run_fault() {
   end=$(now_ms)
   local exp_json
   exp_json="$(printf '"%s",' ${expected//,/ })"
-  printf '{"name":"%s","expected":[%s],"start_ms":%s,"end_ms":%s,"command":"%s"}\n' \
-    "$name" "${exp_json%,}" "$start" "$end" "${cmd//\"/\\\"}" >>"$OUT/faults.jsonl"
+  printf '{"name":"%s","expected":[%s],"start_ms":%s,"end_ms":%s,"command":"%s"%s}\n' \
+    "$name" "${exp_json%,}" "$start" "$end" "${cmd//\"/\\\"}" "$extra" >>"$OUT/faults.jsonl"
   log "fault $name: end ($(( (end - start) / 1000 )) s)"
 }
 expected_of() {
@@ -597,7 +682,7 @@ expected_of() {
     softirq_flood_one_cpu) echo cpu,network ;;
     packet_loss|packet_loss_0.5pct|packet_loss_0.1pct|one_flow) echo network ;;
     irq_imbalance|cpu_frequency) echo cpu ;;
-    memory_bandwidth|numa_remote) echo memory ;;
+    memory_bandwidth|numa_remote|hugepages_drift) echo memory ;;
   esac
 }
 log "phase faults: ${NF} faults, ${F}s each, ${GAP}s quiet after each"
@@ -618,6 +703,8 @@ python3 -c 'import json,sys; print(json.dumps([json.loads(l) for l in open(sys.a
   printf ' "mode": "%s", "fault_seconds": %s, "gap": %s, "warmup_s": %s,\n' \
     "$([ "$QUICK" = 1 ] && echo "quick (warm-up 1m, baseline 3m)" || echo "deploy defaults")" "$F" "$GAP" "$WARMUP"
   printf ' "started_ms": %s, "analyzers_started_ms": %s, "baseline_age_s": %s,\n' "$START_MS" "$A_STARTED_MS" "$((AGE_MIN * 60))"
+  printf ' "instance": "127.0.0.1:%s", "stand_in_hosts": [%s],\n' "$EXPORTER_PORT" \
+    "$(printf '"%s", ' "${HP_TARGETS[@]+"${HP_TARGETS[@]}"}" | sed 's/, $//')"
   printf ' "fault_free": {"start_ms": %s, "end_ms": %s}, "end_ms": %s,\n' "$FF_START_MS" "$FF_END_MS" "$END_MS"
   printf ' "skipped": ['
   for ((i = 0; i < ${#SKIPPED[@]}; i++)); do

@@ -32,7 +32,7 @@ import subprocess
 import sys
 import tempfile
 
-from cli import take_option  # noqa: E402  (same folder)
+from cli import live_faults, take_option  # noqa: E402  (same folder)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BEFORE_S = 30
@@ -115,7 +115,7 @@ def main():
     stretches, segs = [], {}
     for d in dirs:
         run = json.load(open(os.path.join(d, "run.json")))
-        faults = json.load(open(os.path.join(d, "faults.json")))
+        faults = live_faults(d)
         ff = run["fault_free"]
         stretches.append((d, "fault-free", ff["start_ms"], ff["end_ms"]))
         for f in faults:

@@ -35,6 +35,7 @@ import tempfile
 import time
 import urllib.request
 
+from cli import live_faults  # noqa: E402  (same folder)
 from score import spearman  # noqa: E402  (same folder)
 
 EARLY_S = 10
@@ -125,7 +126,7 @@ def main():
     raw = args[args.index("--raw") + 1] if "--raw" in args else None
     phase = int(args[args.index("--phase") + 1]) if "--phase" in args else 0
     run = json.load(open(os.path.join(out_dir, "run.json")))
-    faults = json.load(open(os.path.join(out_dir, "faults.json")))
+    faults = live_faults(out_dir)
     data = os.path.join(out_dir, "prometheus-data")
     if not os.path.isdir(data):
         sys.exit("replay: %s has no prometheus-data (run evaluate.sh with --keep-data)" % out_dir)

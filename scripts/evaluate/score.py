@@ -126,9 +126,16 @@ def score_analyzer(run, faults, a, offline):
         except Exception as e:  # receiver gone: score what the alerts and reports show
             err = "series not available from %s: %s" % (a["receiver_url"], e)
     series = series or {}
+    # The evaluated host's series only: with `hugepages_drift` the analyzers also follow the
+    # stand-in hosts (run.json's `instance` names the evaluated one; older runs had no other).
+    host = run.get("instance")
+
+    def of(k, inst):
+        return inst is None or k.endswith("@" + inst)
+
     scores = {}
     for k, v in series.items():
-        if k.startswith("score:"):
+        if k.startswith("score:") and of(k, host):
             det = k[len("score:"):].split("@")[0]
             scores.setdefault(det, {}).update({t: x for t, x in v})
 
@@ -138,10 +145,14 @@ def score_analyzer(run, faults, a, offline):
         # The fault's alerts: first seen from its start to GRACE_S after its end (an alert
         # needs a few windows after the evidence starts), never past the next fault's start.
         until = min(e + GRACE_S * 1000, nxt)
-        mine = [x for x in anomaly if s <= x["first_seen_ms"] <= until]
+        # A fault on one of the stand-in hosts (`hugepages_drift`) names the alert it must raise
+        # and the host; the others must raise a RevealAnomaly, on the evaluated host.
+        pool = [x for x in alerts if x["alertname"] == f.get("alertname", "RevealAnomaly")
+                and (not f.get("instance") or (x.get("labels") or {}).get("instance") == f["instance"])]
+        mine = [x for x in pool if s <= x["first_seen_ms"] <= until]
         early = [x for x in mine if x["first_seen_ms"] <= s + EARLY_S * 1000]
         later = [x for x in mine if x["first_seen_ms"] > s + EARLY_S * 1000]
-        carried = [x for x in anomaly if x["first_seen_ms"] < s and (gone(x) is None or gone(x) > s)]
+        carried = [x for x in pool if x["first_seen_ms"] < s and (gone(x) is None or gone(x) > s)]
         subs = []
         for x in sorted(mine, key=lambda x: x["first_seen_ms"]):
             if x["subsystem"] not in subs:
@@ -165,13 +176,14 @@ def score_analyzer(run, faults, a, offline):
                 resolves.append(r)
                 res = "%.1f" % r
         fw = [(t, v) for k, vs in series.items() if k.startswith("reveal_anomaly_agreement")
-              for t, v in vs if s < t <= e + 3000]
+              and of(k, f.get("instance") or host) for t, v in vs if s < t <= e + 3000]
         # The evidence the fault's first alert of an expected subsystem names (or its first).
         lead = sorted(mine, key=lambda x: (x["subsystem"] not in f["expected"], x["first_seen_ms"]))
         evidence = short_claim(lead[0].get("summary", "")) if lead else ""
         hints.extend("%s: %s" % (f["name"], x["remediation"]) for x in lead[:1] if x.get("remediation"))
+        name = f["name"] + (" (%s on %s)" % (f.get("alertname"), f["instance"]) if f.get("instance") else "")
         rows.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            f["name"], "/".join(f["expected"]),
+            name, "/".join(f["expected"]),
             "yes" if early else ("later" if later else "**no**"),
             "yes" if attr else ("**no**" if mine else "–"),
             f1(lat), ", ".join(subs) or "–", res or "–",
@@ -198,7 +210,7 @@ def score_analyzer(run, faults, a, offline):
     ff_other = [x for x in other if ff_s <= x["first_seen_ms"] <= ff_e and x["alertname"].startswith("Reveal")
                 and x.get("subsystem")]
     ff_w = [(t, v) for k, vs in series.items() if k.startswith("reveal_anomaly_agreement")
-            for t, v in vs if ff_s <= t <= ff_e]
+            and of(k, host) for t, v in vs if ff_s <= t <= ff_e]
     flagged = sum(1 for _, v in ff_w if v >= 2)
     rep_flagged = 0
     rep_path = os.path.join(d, "state", "reports", "windows.jsonl")

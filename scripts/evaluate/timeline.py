@@ -30,7 +30,7 @@ import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cli import take_option  # noqa: E402
+from cli import live_faults, take_option  # noqa: E402
 from replay import start_prometheus  # noqa: E402
 
 # The channels each fault is expected to move, as an operator would chart them. A fault not
@@ -113,7 +113,7 @@ def main():
     replay_raw = take_option(args, "--replay-raw", None)
     d = args[0]
     run = json.load(open(os.path.join(d, "run.json")))
-    faults = json.load(open(os.path.join(d, "faults.json")))
+    faults = live_faults(d)
     if replay_raw:
         series, alerts = from_replay(replay_raw)
     else:

@@ -480,7 +480,17 @@ impl CrossHostTracker {
                     .then_with(|| a.1.channel.cmp(&b.1.channel))
                     .then_with(|| a.1.feature.suffix().cmp(b.1.feature.suffix()))
             });
-            cands.truncate(p.top_evidence);
+            // One channel, one piece of evidence (its strongest feature), as in single-host
+            // attributions: a level that deviates moves a dozen features of its channel, and
+            // they would crowd out a second channel that explains it.
+            let mut channels: Vec<&str> = Vec::with_capacity(p.top_evidence);
+            cands.retain(|c| {
+                if channels.len() == p.top_evidence || channels.contains(&c.1.channel.as_str()) {
+                    return false;
+                }
+                channels.push(c.1.channel.as_str());
+                true
+            });
             let ev = cands
                 .into_iter()
                 .map(|(_, key, hit, windows)| evidence(host, key, hit, windows, &w.hosts))
@@ -505,7 +515,7 @@ impl CrossHostTracker {
                 .or_insert(w.end_ms);
             findings.push(HostDeviation {
                 score: score_of(&host, subsystem),
-                summary: ev[0].claim.clone(),
+                summary: summary(subsystem, &ev),
                 host,
                 subsystem,
                 since_ms: since,
@@ -517,6 +527,25 @@ impl CrossHostTracker {
             .retain(|k, _| findings.iter().any(|f| f.host == k.0 && f.subsystem == k.1));
         CrossHostUpdate { scores, findings }
     }
+}
+
+/// The claim of the strongest evidence, followed by the claim of the evidence that explains
+/// it when that is another ([`explaining`]).
+fn summary(subsystem: Subsystem, ev: &[DeviationEvidence]) -> String {
+    match explaining(subsystem, ev) {
+        Some((i, _)) if i > 0 => format!("{} {}", ev[0].claim, ev[i].claim),
+        _ => ev.first().map(|e| e.claim.clone()).unwrap_or_default(),
+    }
+}
+
+/// The evidence whose remediation hint is the most specific ([`crate::core::hints::most_specific`]),
+/// and that hint: what an operator acts on.
+pub fn explaining(subsystem: Subsystem, ev: &[DeviationEvidence]) -> Option<(usize, String)> {
+    crate::core::hints::most_specific(
+        subsystem.as_str(),
+        ev.iter()
+            .map(|e| (e.channel.as_str(), e.host_value >= e.group_median)),
+    )
 }
 
 fn evidence(

@@ -319,11 +319,16 @@ static COMPILED: LazyLock<Vec<Compiled>> = LazyLock::new(|| {
 /// The hint for evidence on `channel` (`metric{label="value",…}`, as channels are named) of
 /// `subsystem` that moved up (`up`) or down; `None` when no row matches.
 pub fn hint(subsystem: &str, channel: &str, up: bool) -> Option<String> {
+    row_of(subsystem, channel, up).map(|(_, text)| text)
+}
+
+/// The first row matching the evidence, with its index in the table, and its text filled.
+fn row_of(subsystem: &str, channel: &str, up: bool) -> Option<(usize, String)> {
     let (metric, labels) = parse_channel(channel);
     let dir = if up { Dir::Up } else { Dir::Down };
     ROWS.iter()
         .zip(COMPILED.iter())
-        .find(|(row, (m, ls))| {
+        .position(|(row, (m, ls))| {
             row.subsystem == subsystem
                 && (row.dir == Dir::Either || row.dir == dir)
                 && m.is_match(metric)
@@ -331,7 +336,23 @@ pub fn hint(subsystem: &str, channel: &str, up: bool) -> Option<String> {
                     .iter()
                     .all(|(k, p)| labels.get(*k).is_some_and(|v| p.is_match(v)))
         })
-        .map(|(row, _)| fill(row.text, &labels))
+        .map(|i| (i, fill(ROWS[i].text, &labels)))
+}
+
+/// Of several pieces of evidence of one finding (`(channel, moved up)`, of `subsystem`), the
+/// one whose hint is the most specific — its row comes first in the table — and that hint.
+/// A finding whose evidence is both a level and its cause (memory utilization above the
+/// other hosts' and a HugePages pool unlike theirs) is explained by the cause.
+pub fn most_specific<'a>(
+    subsystem: &str,
+    evidence: impl IntoIterator<Item = (&'a str, bool)>,
+) -> Option<(usize, String)> {
+    evidence
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, (channel, up))| row_of(subsystem, channel, up).map(|(r, t)| (r, i, t)))
+        .min_by_key(|(r, i, _)| (*r, *i))
+        .map(|(_, i, t)| (i, t))
 }
 
 /// Fills `{label}` with the label's value and `{label_suffix}` with " (label value)" or
@@ -430,6 +451,24 @@ mod tests {
             hint("memory", "reveal_memory_mem_available_bytes", true),
             None
         );
+    }
+
+    #[test]
+    fn the_most_specific_hint_of_several_pieces_of_evidence_wins() {
+        let util = "reveal_memory_utilization";
+        let pool = r#"reveal_memory_hugepages_pool{size="1073741824",state="total"}"#;
+        let (i, h) = most_specific(
+            "memory",
+            [(util, true), ("no_row_here", true), (pool, true)],
+        )
+        .expect("both have rows");
+        assert_eq!(i, 2);
+        assert!(h.starts_with("the HugePages pool"), "{h}");
+        // Alone, the level keeps its own hint; evidence without a row has none.
+        let (i, h) = most_specific("memory", [(util, true)]).unwrap();
+        assert_eq!(i, 0);
+        assert!(h.starts_with("a process is taking memory"), "{h}");
+        assert_eq!(most_specific("memory", [("no_row_here", true)]), None);
     }
 
     #[test]

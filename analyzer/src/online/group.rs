@@ -154,13 +154,7 @@ pub fn deviation_finding(f: &HostDeviation) -> Finding {
         summary: f.summary.clone(),
         description,
         detectors: "crosshost".to_string(),
-        hint: f.evidence.first().and_then(|e| {
-            crate::core::hints::hint(
-                f.subsystem.as_str(),
-                &e.channel,
-                e.host_value >= e.group_median,
-            )
-        }),
+        hint: crate::core::crosshost::explaining(f.subsystem, &f.evidence).map(|(_, h)| h),
         start: at(f.since_ms),
         last_window_end: at(f.last_ms),
     }

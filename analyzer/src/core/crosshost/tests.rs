@@ -178,3 +178,59 @@ fn params_load_from_yaml_with_defaults() {
     assert!(p.check().is_ok());
     assert!(yaml_serde::from_str::<CrossHostParams>("treshold: 3").is_err());
 }
+
+/// The paper's HugePages case as four hosts see it: one host's memory utilization is far
+/// above the others' in every feature of the channel, and its 1 GiB pool is unlike theirs.
+#[test]
+fn a_level_and_its_cause_are_two_pieces_of_evidence_and_the_cause_explains() {
+    let util = "reveal_memory_utilization";
+    let pool = "reveal_memory_hugepages_pool{size=\"1073741824\",state=\"total\"}";
+    let mut columns: Vec<GroupColumn> = [
+        Feature::Mean,
+        Feature::Maximum,
+        Feature::Minimum,
+        Feature::LinearTrendIntercept,
+        Feature::SumValues,
+    ]
+    .into_iter()
+    .map(|feature| GroupColumn {
+        key: ColumnKey {
+            channel: util.into(),
+            feature,
+        },
+        subsystem: Subsystem::Memory,
+        values: vec![0.341, 0.2817, 0.2837, 0.2857],
+    })
+    .collect();
+    columns.push(GroupColumn {
+        key: ColumnKey {
+            channel: pool.into(),
+            feature: Feature::Mean,
+        },
+        subsystem: Subsystem::Memory,
+        values: vec![40.0, 8.0, 8.0, 8.0],
+    });
+    let p = CrossHostParams { k: 2, n: 3, ..P };
+    let mut t = CrossHostTracker::new(p).unwrap();
+    let mut last = CrossHostUpdate::default();
+    for i in 0..3 {
+        last = t.observe(&GroupWindow {
+            end_ms: i * 1000,
+            hosts: (0..4).map(|h| format!("node{h}")).collect(),
+            columns: columns.clone(),
+        });
+    }
+    assert_eq!(last.findings.len(), 1, "{last:#?}");
+    let f = &last.findings[0];
+    let channels: Vec<&str> = f.evidence.iter().map(|e| e.channel.as_str()).collect();
+    // Each channel once, the strongest first: the utilization (robust z 24) before the pool
+    // (a configuration difference: the other three agree exactly).
+    assert_eq!(channels, [util, pool]);
+    assert_eq!(f.evidence[1].method, Method::IdenticalOthers);
+    // The summary says both, and the alert's hint is the pool's: reserved pages, not a process.
+    assert!(f.summary.starts_with(&f.evidence[0].claim), "{}", f.summary);
+    assert!(f.summary.ends_with(&f.evidence[1].claim), "{}", f.summary);
+    let (i, hint) = explaining(f.subsystem, &f.evidence).unwrap();
+    assert_eq!(i, 1);
+    assert!(hint.starts_with("the HugePages pool"), "{hint}");
+}
