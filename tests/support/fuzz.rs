@@ -245,7 +245,11 @@ mod tests {
                 }
                 Mutation::Grow(p, n) => {
                     let i = at(p, &v);
-                    let byte = if i < v.len() && v[i] != b'\n' { v[i] } else { b'7' };
+                    let byte = if i < v.len() && v[i] != b'\n' {
+                        v[i]
+                    } else {
+                        b'7'
+                    };
                     for _ in 0..n {
                         v.insert(i, byte);
                     }
