@@ -38,8 +38,8 @@
 #                          a fault the host cannot run is skipped with a warning and listed
 #                          as skipped in run.json and the results)
 #   --out DIR              output directory (default /tmp/reveal-eval-<timestamp>)
-#   --port-base N          first port to try (default random in 20000-49999); free ports are
-#                          taken upwards from it
+#   --port-base N          first port to try (default random from 20000 up to 1000 below the
+#                          kernel's ephemeral port range); free ports are taken upwards from it
 #   --quick                analyzer warm-up 1m and baseline 3m (config rewrite), fault-free 3 min,
 #                          gap 45 s (explicit flags given after --quick still win)
 #   --keep-data            keep the Prometheus and Alertmanager data directories in DIR
@@ -295,7 +295,10 @@ trap 'log "interrupted"; exit 130' INT TERM
 
 # ---- ports ----------------------------------------------------------------------------------------------
 
-PORT_NEXT="${PORT_BASE:-$((20000 + RANDOM % 30000))}"
+# Below the kernel's ephemeral range by default: a port taken there can be given to an outgoing
+# connection before its server binds it (a trial lost the stand-in hosts' Prometheus so).
+EPHEMERAL_LOW=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+PORT_NEXT="${PORT_BASE:-$((20000 + RANDOM % (EPHEMERAL_LOW > 22000 ? EPHEMERAL_LOW - 21000 : 10000)))}"
 [[ "$PORT_NEXT" =~ ^[0-9]+$ ]] || die "--port-base takes a number"
 port_free() { ! ss -Hltnu "( sport = :$1 )" 2>/dev/null | grep -q .; }
 # take_port: the next free port from PORT_NEXT on, in PORT (no subshell, so PORT_NEXT advances).
