@@ -99,7 +99,9 @@ fn quick_evaluation_finds_the_plain_faults_and_runs_the_paper_cases() {
         results
             .lines()
             // The HugePages row also names its alert and host: `| hugepages_drift (… on …) |`.
-            .find(|l| l.starts_with(&format!("| {name} |")) || l.starts_with(&format!("| {name} (")))
+            .find(|l| {
+                l.starts_with(&format!("| {name} |")) || l.starts_with(&format!("| {name} ("))
+            })
             .unwrap_or_else(|| panic!("no results row for {name}:\n{results}"))
             .split('|')
             .map(|c| c.trim().to_string())
