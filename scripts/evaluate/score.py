@@ -92,7 +92,10 @@ def pct(n, d):
 
 
 def short_claim(summary):
-    """An alert's leading claim without the scrape job's label: `metric{labels}: feature`."""
+    """An alert's leading claim without the scrape job's label: `metric{labels}: feature`; a
+    cross-host claim (a sentence, not `metric{labels} (subsystem): …`) as its first sentence."""
+    if not re.match(r"^[A-Za-z_:][\w:]*(\{[^}]*\})? \(", summary):
+        return summary.replace(" (job reveal)", "").replace("job reveal, ", "").split(". ")[0].replace("|", "\\|")[:120]
     s = re.sub(r'job="[^"]*",?', "", summary).replace(",}", "}").replace("{}", "")
     head, _, rest = s.partition(" (")
     what = rest.partition("): ")[2] if "): " in rest else rest
