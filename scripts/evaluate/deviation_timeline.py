@@ -22,6 +22,7 @@ import urllib.request
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cli import take_option  # noqa: E402
 from replay import start_prometheus  # noqa: E402
+from timeline import alert_bars  # noqa: E402
 
 THRESHOLD = 3.5  # rules/anomaly-alerts.rules.yml's reveal_host_deviation > 3.5
 UTIL = "1 - reveal_memory_mem_available_bytes / reveal_memory_mem_total_bytes"
@@ -95,13 +96,7 @@ def main():
                 axes[2].plot([t - s0 for t in ts], vs, lw=1, label=inst)
                 top = max([top] + vs)
             axes[2].axhline(THRESHOLD, color="grey", ls="--", lw=0.8, label="alert threshold")
-            for i, x in enumerate(al for al in alerts if al["first_seen_ms"] / 1000 <= hi
-                                  and (al.get("gone_ms") or hi * 1000) / 1000 >= lo):
-                x0 = x["first_seen_ms"] / 1000 - s0
-                x1 = min((x.get("gone_ms") or hi * 1000) / 1000, hi) - s0
-                y = top * (1.08 + 0.07 * i)
-                axes[2].plot([x0, x1], [y, y], lw=4, color="tab:red")
-                axes[2].text(x0, y, " RevealHostDeviation: %s" % (x["subsystem"] or "?"), fontsize=7, va="bottom")
+            alert_bars(axes[2], alerts, lo, hi, s0, top, "RevealHostDeviation")
             axes[2].set_ylim(0, top * 1.3)
             axes[2].set_ylabel("memory deviation, robust z", fontsize=8)
             axes[2].set_xlabel("seconds from the fault's start (shaded: injected)", fontsize=8)

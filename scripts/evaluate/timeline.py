@@ -70,6 +70,18 @@ def query_range(url, expr, start_s, end_s, step=0.1):
     return out
 
 
+def alert_bars(ax, alerts, lo, hi, s0, top, label):
+    """The alerts open within [lo, hi] (unix s) as red bars above `top`, one row each,
+    labelled `label: subsystem`; x in seconds from s0."""
+    for i, x in enumerate(al for al in alerts if al["first_seen_ms"] / 1000 <= hi
+                          and (al.get("gone_ms") or hi * 1000) / 1000 >= lo):
+        x0 = x["first_seen_ms"] / 1000 - s0
+        x1 = min((x.get("gone_ms") or hi * 1000) / 1000, hi) - s0
+        y = top * (1.08 + 0.07 * i)
+        ax.plot([x0, x1], [y, y], lw=4, color="tab:red")
+        ax.text(x0, y, " %s: %s" % (label, x["subsystem"] or "?"), fontsize=7, va="bottom")
+
+
 def from_replay(path):
     """Scores and episodes of a replay's raw output, in the shapes of series.json and
     alerts.json."""
@@ -161,13 +173,7 @@ def main():
             ax2.axhline(1.0, color="grey", ls="--", lw=0.8, label="threshold")
             top = max([1.5] + [v for k, vs in series.items() if k.startswith("score:")
                                for t, v in vs if lo * 1000 <= t <= hi * 1000])
-            for i, x in enumerate(al for al in alerts if al["first_seen_ms"] / 1000 <= hi
-                                  and (al.get("gone_ms") or hi * 1000) / 1000 >= lo):
-                x0 = x["first_seen_ms"] / 1000 - s0
-                x1 = min((x.get("gone_ms") or hi * 1000) / 1000, hi) - s0
-                y = top * (1.08 + 0.07 * i)
-                ax2.plot([x0, x1], [y, y], lw=4, color="tab:red")
-                ax2.text(x0, y, " alert: " + (x["subsystem"] or "?"), fontsize=7, va="bottom")
+            alert_bars(ax2, alerts, lo, hi, s0, top, "alert")
             for ax in (ax1, ax2):
                 ax.axvspan(0, e0 - s0, color="orange", alpha=0.15)
             # Linear up to twice the threshold, logarithmic beyond: a fault's score can be a
