@@ -134,6 +134,10 @@ def main():
             sys.exit("timeline: no analyzer %s in %s (a run without one: --replay-raw)" % (analyzer, d))
         adir = os.path.join(d, "analyzers", a["name"])
         series = json.load(open(os.path.join(adir, "series.json")))
+        # The evaluated host's series only: with `hugepages_drift` the receiver also holds the
+        # stand-in hosts' (run.json's `instance`; older runs had no other host).
+        if run.get("instance"):
+            series = {k: v for k, v in series.items() if "@" not in k or k.endswith("@" + run["instance"])}
         alerts = [x for x in json.load(open(os.path.join(adir, "alerts.json"))) if x["alertname"] == "RevealAnomaly"]
     out_dir = out_dir or d
     os.makedirs(out_dir, exist_ok=True)
