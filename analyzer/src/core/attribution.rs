@@ -20,13 +20,21 @@ const FEATURES_PER_CHANNEL: usize = 4;
 /// features would weigh a rate's move six times an event count's in the subsystem shares (a
 /// packet loss seen as the retransmission count and as the timer softirqs the retransmissions
 /// raise was a CPU finding).
+///
+/// A feature with no value in `x` (its series vanished in the window) is no evidence: it is
+/// left out whatever weight a detector gives it.
 pub fn by_channel<K: PartialEq>(
     d: &dyn Detector,
     x: ndarray::ArrayView1<f64>,
     top: usize,
     channel_of: impl Fn(usize) -> Option<K>,
 ) -> Vec<Attribution> {
-    heaviest_per_channel(d.attribute(x, FEATURES_PER_CHANNEL * top), top, channel_of)
+    let present = |j: usize| x.get(j).is_some_and(|v| v.is_finite());
+    heaviest_per_channel(
+        d.attribute(x, FEATURES_PER_CHANNEL * top),
+        top,
+        |j: usize| present(j).then(|| channel_of(j)).flatten(),
+    )
 }
 
 fn heaviest_per_channel<K: PartialEq>(
@@ -99,6 +107,44 @@ mod tests {
         };
         assert!(share(false) > share(true), "the loss is a network finding");
         assert_eq!(heaviest_per_channel(attributions, 2, channel).len(), 2);
+    }
+
+    #[test]
+    fn a_channel_without_samples_is_never_evidence() {
+        use crate::core::detect::linalg::standard_normal;
+        use crate::core::detect::pca::PcaParams;
+        use crate::core::detect::Fit;
+        use rand::SeedableRng;
+        // 300 baseline windows of 12 features driven by one factor; feature 4 is skewed (a
+        // rate that idles and bursts), so its baseline centre and its mean standardized value
+        // differ: read as "missing = 0 z", a vanished series would sit off the detector's
+        // centre and be named (a stale CPU series led a memory alert, z = 0.0).
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+        let x = ndarray::Array2::from_shape_fn((300, 12), |(_, j)| {
+            let v = standard_normal(&mut rng);
+            if j == 4 {
+                (2.0 * v).exp()
+            } else {
+                v
+            }
+        });
+        let m = PcaParams::default().fit(x.view()).unwrap();
+        let mut row = x.row(10).to_owned();
+        row[4] = f64::NAN;
+        row[9] += 40.0;
+        let named: Vec<usize> = by_channel(&m, row.view(), 12, Some)
+            .iter()
+            .map(|a| a.feature)
+            .collect();
+        assert!(named.contains(&9), "{named:?}");
+        assert!(
+            !named.contains(&4),
+            "the missing feature is named: {named:?}"
+        );
+        // Missing alone is no anomaly: the row without its feature scores as the baseline does.
+        let mut quiet = x.row(10).to_owned();
+        quiet[4] = f64::NAN;
+        assert!(!m.flags(quiet.view()) || m.flags(x.row(10)));
     }
 
     #[test]

@@ -141,6 +141,7 @@ impl WorkloadModel {
     pub fn transform(&self, x: ArrayView2<f64>) -> Array2<f64> {
         let mut z = self.scaler.transform(x);
         z -= &self.mean;
+        self.scaler.zero_missing_rows(x, z.view_mut());
         let mut r = self.project_out(z);
         r -= &self.res_center;
         match &self.isolation {
@@ -155,6 +156,7 @@ impl WorkloadModel {
     pub fn transform_row(&self, x: ArrayView1<f64>) -> Array1<f64> {
         let mut z = self.scaler.transform_row(x);
         z -= &self.mean;
+        self.scaler.zero_missing(x, z.view_mut());
         let t = self.components.dot(&z);
         let mut r = z - t.dot(&self.components);
         r -= &self.res_center;

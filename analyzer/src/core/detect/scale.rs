@@ -197,6 +197,26 @@ impl Scaler {
         compress(d / self.scale[k])
     }
 
+    /// Sets to 0 each used column of `v` (a centred or residual row of the used columns) whose
+    /// raw input in `x` is not finite. A channel without samples in a window (a series that
+    /// vanished) then sits exactly at the baseline's centre: it moves no score and no detector
+    /// can name it as evidence. (Its z alone is 0, the scaler's centre, which a detector's own
+    /// centring, the mean of the baseline's z, would still shift.)
+    pub fn zero_missing(&self, x: ArrayView1<f64>, mut v: ndarray::ArrayViewMut1<f64>) {
+        for (&j, o) in self.used.iter().zip(v.iter_mut()) {
+            if !x[j].is_finite() {
+                *o = 0.0;
+            }
+        }
+    }
+
+    /// [`Scaler::zero_missing`] for each row of `x` and of `v`.
+    pub fn zero_missing_rows(&self, x: ArrayView2<f64>, mut v: ndarray::ArrayViewMut2<f64>) {
+        for (row, out) in x.rows().into_iter().zip(v.rows_mut()) {
+            self.zero_missing(row, out);
+        }
+    }
+
     /// Standardized used columns of one row, written into `out`.
     pub fn transform_row_into(&self, x: ArrayView1<f64>, out: &mut [f64]) {
         for (k, (&j, o)) in self.used.iter().zip(out.iter_mut()).enumerate() {

@@ -169,6 +169,7 @@ impl PcaModel {
     fn center(&self, x: ArrayView2<f64>) -> Array2<f64> {
         let mut z = self.scaler.transform(x);
         z -= &self.mean;
+        self.scaler.zero_missing_rows(x, z.view_mut());
         z
     }
 
@@ -310,6 +311,7 @@ impl Detector for PcaModel {
         assert_eq!(x.len(), self.n_features(), "row width");
         let mut zc = self.scaler.transform_row(x);
         zc -= &self.mean;
+        self.scaler.zero_missing(x, zc.view_mut());
         let t = self.components.dot(&zc);
         let w = &t / &self.variances.mapv(f64::sqrt);
         match self.score_kind {
