@@ -7,6 +7,10 @@ use crate::core::detect::{Attribution, Detector};
 /// Channels one detector's attribution names per window, by default.
 pub const TOP_CHANNELS: usize = 5;
 
+/// Least |z| (baseline spreads from its centre) of a subsystem's strongest evidence for that
+/// subsystem to keep its share of a window's attribution beside one whose evidence reaches it.
+pub const EVIDENCE_Z: f64 = 3.0;
+
 /// Features asked of a detector per channel it is to name: one channel's features move
 /// together, so its heaviest few features can all be one channel's.
 const FEATURES_PER_CHANNEL: usize = 4;
@@ -35,6 +39,36 @@ pub fn by_channel<K: PartialEq>(
         top,
         |j: usize| present(j).then(|| channel_of(j)).flatten(),
     )
+}
+
+/// The subsystems that keep their share of a window's attribution, of `evidence` given as
+/// (subsystem, z of one piece of its evidence): those with a piece at least [`EVIDENCE_Z`]
+/// away from its baseline, or every subsystem when none has one.
+///
+/// A detector spreads its weight over every feature it reads, and the channels of a
+/// subsystem at rest each get a slice: beside a memory fault at z = 78, four idle CPUs at
+/// |z| ≤ 2.5 took a quarter of the shares and raised an alert of their own on the CPU. A
+/// subsystem whose every piece of evidence is within its usual spread says nothing of its
+/// own while another subsystem's evidence is clear; when none is clear (a broken
+/// correlation seen only by the PCA residual), the shares stand as the detectors gave them.
+pub fn clear_subsystems<S: PartialEq + Copy>(
+    evidence: impl IntoIterator<Item = (S, f64)>,
+) -> Vec<S> {
+    let mut all: Vec<S> = Vec::new();
+    let mut clear: Vec<S> = Vec::new();
+    for (s, z) in evidence {
+        if !all.contains(&s) {
+            all.push(s);
+        }
+        if z.abs() >= EVIDENCE_Z && !clear.contains(&s) {
+            clear.push(s);
+        }
+    }
+    if clear.is_empty() {
+        all
+    } else {
+        clear
+    }
 }
 
 fn heaviest_per_channel<K: PartialEq>(
@@ -145,6 +179,28 @@ mod tests {
         let mut quiet = x.row(10).to_owned();
         quiet[4] = f64::NAN;
         assert!(!m.flags(quiet.view()) || m.flags(x.row(10)));
+    }
+
+    #[test]
+    fn subsystems_at_rest_keep_no_share_beside_a_clear_one() {
+        let ev = [
+            ("cpu", -2.5),
+            ("memory", 78.0),
+            ("cpu", 0.1),
+            ("memory", 2.0),
+        ];
+        assert_eq!(clear_subsystems(ev), vec!["memory"]);
+        // A write burst: storage and CPU (I/O wait) both clear, both kept.
+        assert_eq!(
+            clear_subsystems([("storage", 40.0), ("cpu", -6.0)]),
+            vec!["storage", "cpu"]
+        );
+        // None clear: every subsystem keeps its share.
+        assert_eq!(
+            clear_subsystems([("network", 1.5), ("cpu", 2.0)]),
+            vec!["network", "cpu"]
+        );
+        assert!(clear_subsystems(std::iter::empty::<(&str, f64)>()).is_empty());
     }
 
     #[test]

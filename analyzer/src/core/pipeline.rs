@@ -396,10 +396,13 @@ fn evidence(
     ev
 }
 
-/// Share of the evidence's contribution per subsystem, largest first.
+/// Share of the evidence's contribution per subsystem, largest first; subsystems whose
+/// evidence is all within its usual spread while another's is clear have none
+/// ([`attribution::clear_subsystems`]).
 pub fn subsystem_shares(ev: &[Evidence]) -> Vec<(Subsystem, f64)> {
+    let clear = attribution::clear_subsystems(ev.iter().map(|e| (e.subsystem, e.z)));
     let mut share: BTreeMap<Subsystem, f64> = BTreeMap::new();
-    for e in ev {
+    for e in ev.iter().filter(|e| clear.contains(&e.subsystem)) {
         *share.entry(e.subsystem).or_default() += e.contribution;
     }
     let total: f64 = share.values().sum();

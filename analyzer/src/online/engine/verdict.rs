@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use ndarray::Array1;
 
 use super::Col;
-use crate::core::attribution::{by_channel, TOP_CHANNELS};
+use crate::core::attribution::{by_channel, clear_subsystems, TOP_CHANNELS};
 use crate::core::features::Feature;
 use crate::core::fit::Fitted;
 use crate::core::matrix::Subsystem;
@@ -76,6 +76,12 @@ pub(super) fn score_window(
         }
     }
 
+    let clear = clear_subsystems(
+        pairs
+            .iter()
+            .filter_map(|p| layout.get(p.0).map(|c| (c.subsystem.as_str(), p.3))),
+    );
+    share.retain(|s, _| clear.contains(s));
     let total: f64 = share.values().sum();
     let subsystems = Subsystem::ALL
         .iter()
