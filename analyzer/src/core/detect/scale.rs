@@ -199,9 +199,11 @@ impl Scaler {
 
     /// Sets to 0 each used column of `v` (a centred or residual row of the used columns) whose
     /// raw input in `x` is not finite. A channel without samples in a window (a series that
-    /// vanished) then sits exactly at the baseline's centre: it moves no score and no detector
-    /// can name it as evidence. (Its z alone is 0, the scaler's centre, which a detector's own
-    /// centring, the mean of the baseline's z, would still shift.)
+    /// vanished) then sits exactly at the detector's centre and adds no deviation of its own.
+    /// (Its z alone is 0, the scaler's centre, which a detector's own centring, the mean of the
+    /// baseline's z, would still shift.) Its residual off the components is what the present
+    /// features predict for it, so a PCA residual can still lean on it: attribution leaves it
+    /// out by name (`core::attribution::by_channel`).
     pub fn zero_missing(&self, x: ArrayView1<f64>, mut v: ndarray::ArrayViewMut1<f64>) {
         for (&j, o) in self.used.iter().zip(v.iter_mut()) {
             if !x[j].is_finite() {
