@@ -6,6 +6,7 @@
 //! and the semantic checks below look up the line of the key they complain about with
 //! [`key_lines`], a small scanner over block-style YAML.
 
+use reveal_schema::Excerpt;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -413,7 +414,11 @@ impl Config {
             if !SUBSYSTEMS.contains(&m.subsystem.as_str()) {
                 return err(
                     &format!("metrics.{i}.subsystem"),
-                    format!("{:?} is not one of {}", m.subsystem, SUBSYSTEMS.join(", ")),
+                    format!(
+                        "{:?} is not one of {}",
+                        Excerpt(&m.subsystem),
+                        SUBSYSTEMS.join(", ")
+                    ),
                 );
             }
         }
@@ -580,9 +585,13 @@ fn check_http(c: &HttpClientConfig, prefix: &str) -> Result<(), (String, String)
 }
 
 fn check_url(u: &str) -> Result<(), String> {
-    let url = reqwest::Url::parse(u).map_err(|e| format!("{u:?} is not a URL: {e}"))?;
+    let url =
+        reqwest::Url::parse(u).map_err(|e| format!("{u:?} is not a URL: {e}", u = Excerpt(u)))?;
     if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-        return Err(format!("{u:?} is not an http(s) URL with a host"));
+        return Err(format!(
+            "{u:?} is not an http(s) URL with a host",
+            u = Excerpt(u)
+        ));
     }
     Ok(())
 }

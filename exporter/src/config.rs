@@ -156,7 +156,7 @@ impl ExporterConfig {
         let cfg: ExporterConfig = yaml_serde::from_str(text).map_err(|e| e.to_string())?;
         let mut seen = std::collections::HashSet::new();
         for (i, ev) in cfg.perf.events.iter().enumerate() {
-            let at = format!("perf.events[{i}] ({:?})", ev.name);
+            let at = format!("perf.events[{i}] ({:?})", crate::error::Excerpt(&ev.name));
             let valid_name = !ev.name.is_empty()
                 && ev
                     .name

@@ -33,38 +33,15 @@ pub struct ParseError {
     pub msg: String,
 }
 
-/// A bad input quoted in a message: `{:?}` of its first 80 characters, then `…` and its
-/// length when longer. Formatting a whole garbage file of megabytes would cost more than
-/// reading it (escaping is tens of nanoseconds a character) and say nothing more.
-pub struct Excerpt<'a>(pub &'a str);
-
-impl std::fmt::Debug for Excerpt<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        const CHARS: usize = 80;
-        match self.0.char_indices().nth(CHARS) {
-            None => write!(f, "{:?}", self.0),
-            Some((cut, _)) => write!(f, "{:?}… ({} bytes)", &self.0[..cut], self.0.len()),
-        }
-    }
-}
-
-/// The longest message a parse error keeps: messages quote the bad input, and a garbage
-/// file of megabytes must not become a log line of megabytes.
-const MAX_MSG: usize = 300;
+pub use reveal_schema::Excerpt;
 
 impl ParseError {
+    /// A parse error whose message is cut to [`reveal_schema::excerpt::MAX_MESSAGE`] bytes.
     pub fn new(line: usize, msg: impl Into<String>) -> Self {
-        let mut msg = msg.into();
-        if msg.len() > MAX_MSG {
-            let mut cut = MAX_MSG;
-            while !msg.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            let total = msg.len();
-            msg.truncate(cut);
-            msg.push_str(&format!("… ({total} bytes)"));
+        ParseError {
+            line,
+            msg: reveal_schema::excerpt::bounded(msg.into()),
         }
-        ParseError { line, msg }
     }
 }
 
@@ -93,28 +70,5 @@ impl CollectError {
 
     pub fn is_unsupported(&self) -> bool {
         matches!(self, CollectError::Unsupported { .. })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn long_messages_are_cut_on_a_char_boundary() {
-        let long = format!("{:?} is not a count", "é".repeat(1_000_000));
-        let e = ParseError::new(1, long.clone());
-        assert!(e.msg.len() < MAX_MSG + 40, "{}", e.msg.len());
-        assert!(e.msg.ends_with(&format!("… ({} bytes)", long.len())));
-        assert!(long.starts_with(e.msg.trim_end_matches(|c: char| c != 'é')));
-        assert_eq!(ParseError::new(3, "short").msg, "short");
-    }
-
-    #[test]
-    fn an_excerpt_quotes_the_start_of_a_long_input() {
-        assert_eq!(format!("{:?}", Excerpt("12\n")), "\"12\\n\"");
-        let long = "é".repeat(1000);
-        let e = format!("{:?}", Excerpt(&long));
-        assert_eq!(e, format!("{:?}… (2000 bytes)", "é".repeat(80)));
     }
 }

@@ -128,9 +128,12 @@ pub fn read_trimmed(path: &Path) -> Result<String, CollectError> {
 /// Reads a sysfs attribute that holds one unsigned integer.
 pub fn read_u64(path: &Path) -> Result<u64, CollectError> {
     let s = read_trimmed(path)?;
-    s.trim()
-        .parse::<u64>()
-        .map_err(|e| CollectError::parse(path, ParseError::new(1, format!("{s:?}: {e}"))))
+    s.trim().parse::<u64>().map_err(|e| {
+        CollectError::parse(
+            path,
+            ParseError::new(1, format!("{s:?}: {e}", s = crate::error::Excerpt(&s))),
+        )
+    })
 }
 
 /// Sorted entry names of a directory; a missing directory is `Unsupported`.

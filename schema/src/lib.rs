@@ -5,12 +5,16 @@
 //!   from the exporter's descriptors; a test in the exporter keeps the two equal);
 //! - [`selection`]: the selection file (`reveal-exporter --metrics.selection`), which the
 //!   analyzer's `prune` command writes and the exporter reads;
+//! - [`excerpt`]: how both quote bad input in their messages (a bounded excerpt);
 //! - `serve` (feature `serve`): the accept loop both binaries' HTTP servers run.
 #![forbid(unsafe_code)]
 #![deny(clippy::all)]
 
 pub mod catalog;
+pub mod excerpt;
 pub mod nesting;
 pub mod selection;
 #[cfg(feature = "serve")]
 pub mod serve;
+
+pub use excerpt::Excerpt;

@@ -19,6 +19,7 @@
 //! they say whether the rest is healthy.
 
 use crate::catalog::{self, Metric};
+use crate::Excerpt;
 use regex::Regex;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
@@ -187,10 +188,12 @@ fn compile<E: de::Error>(label: &str, pattern: &str) -> Result<Regex, E> {
     if pattern.len() > MAX_PATTERN_LEN {
         return Err(E::custom(format!(
             "label {label:?}: a pattern of {} bytes; at most {MAX_PATTERN_LEN}",
-            pattern.len()
+            pattern.len(),
+            label = Excerpt(label)
         )));
     }
-    Regex::new(&format!("^(?:{pattern})$")).map_err(|e| E::custom(format!("label {label:?}: {e}")))
+    Regex::new(&format!("^(?:{pattern})$"))
+        .map_err(|e| E::custom(format!("label {label:?}: {e}", label = Excerpt(label))))
 }
 
 impl<'de> Deserialize<'de> for Entry {
@@ -242,7 +245,9 @@ impl<'de> Visitor<'de> for EntryVisitor {
                     Some(*known.labels.iter().find(|l| **l == label).ok_or_else(|| {
                         <A::Error as de::Error>::custom(format!(
                             "{} has no label {label:?} (labels: {:?})",
-                            known.name, known.labels
+                            known.name,
+                            known.labels,
+                            label = Excerpt(&label)
                         ))
                     })?)
                 }

@@ -18,6 +18,7 @@
 
 use super::{Assembler, SourceError, SourceOptions};
 use crate::core::matrix::{HostMatrix, MetricType};
+use reveal_schema::Excerpt;
 
 /// Parses a CSV recording into one matrix per host. Never panics.
 pub fn parse_csv(text: &str, opts: &SourceOptions) -> Result<Vec<HostMatrix>, SourceError> {
@@ -52,7 +53,10 @@ pub fn parse_csv(text: &str, opts: &SourceOptions) -> Result<Vec<HostMatrix>, So
             MetricType::Gauge
         };
         if columns.iter().any(|c: &Column| c.key == h) {
-            return Err(SourceError::parse(1, format!("duplicate column {h:?}")));
+            return Err(SourceError::parse(
+                1,
+                format!("duplicate column {h:?}", h = Excerpt(h)),
+            ));
         }
         columns.push(Column {
             key: h.to_string(),
@@ -70,7 +74,9 @@ pub fn parse_csv(text: &str, opts: &SourceOptions) -> Result<Vec<HostMatrix>, So
             .parse()
             .ok()
             .filter(|t: &f64| t.is_finite() && t.abs() < 9.0e12)
-            .ok_or_else(|| SourceError::parse(line, format!("bad timestamp {ts:?}")))?;
+            .ok_or_else(|| {
+                SourceError::parse(line, format!("bad timestamp {ts:?}", ts = Excerpt(ts)))
+            })?;
         let ts_ms = if millis {
             t.round()
         } else {
@@ -80,7 +86,14 @@ pub fn parse_csv(text: &str, opts: &SourceOptions) -> Result<Vec<HostMatrix>, So
             let v = match cell {
                 "" | "-" => continue,
                 _ => cell.parse::<f64>().map_err(|_| {
-                    SourceError::parse(line, format!("bad value {cell:?} in column {:?}", c.key))
+                    SourceError::parse(
+                        line,
+                        format!(
+                            "bad value {cell:?} in column {:?}",
+                            Excerpt(&c.key),
+                            cell = Excerpt(cell)
+                        ),
+                    )
                 })?,
             };
             if v.is_nan() {
@@ -104,7 +117,7 @@ fn split_header(h: &str) -> Result<(String, Vec<(String, String)>), String> {
     match h.find('{') {
         Some(open) if h.ends_with('}') && open > 0 => {
             let labels = super::openmetrics::parse_label_text(&h[open + 1..h.len() - 1])
-                .map_err(|m| format!("column {h:?}: {m}"))?;
+                .map_err(|m| format!("column {h:?}: {m}", h = Excerpt(h)))?;
             Ok((h[..open].to_string(), labels))
         }
         _ => Ok((h.to_string(), Vec::new())),
@@ -169,6 +182,24 @@ mod tests {
             Err(SourceError::Empty)
         ));
         assert!(parse_csv("", &o).is_err());
+    }
+
+    /// A megabyte-long bad cell or column name is quoted as an excerpt.
+    #[test]
+    fn errors_quote_an_excerpt_of_a_long_cell() {
+        let long = "x".repeat(1_000_000);
+        for text in [
+            format!("t,a\n{long},1\n"),
+            format!("t,a\n1,{long}\n"),
+            format!("t,{long},{long}\n1,1,2\n"),
+        ] {
+            let Err(e) = parse_csv(&text, &SourceOptions::default()) else {
+                panic!("accepted {:.40}", text);
+            };
+            let msg = e.to_string();
+            assert!(msg.len() < 200, "{} bytes: {:.120}", msg.len(), msg);
+            assert!(msg.contains("(1000000 bytes)"), "{msg}");
+        }
     }
 
     proptest! {

@@ -197,8 +197,12 @@ impl MetricSet {
             }
             let re = Regex::new(&format!("^(?:{})$", spec.expr))
                 .map_err(|e| err(format!("expr is not a metric-name regex: {e}")))?;
-            let sub = Subsystem::parse(&spec.subsystem)
-                .ok_or_else(|| err(format!("unknown subsystem {:?}", spec.subsystem)))?;
+            let sub = Subsystem::parse(&spec.subsystem).ok_or_else(|| {
+                err(format!(
+                    "unknown subsystem {:?}",
+                    reveal_schema::Excerpt(&spec.subsystem)
+                ))
+            })?;
             let resolution = match spec.resolution {
                 Some(r) if !(r.is_finite() && r >= 0.0) => {
                     return Err(err(format!("resolution {r} is not a finite number ≥ 0")));

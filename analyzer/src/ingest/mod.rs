@@ -80,10 +80,11 @@ pub enum SourceError {
 }
 
 impl SourceError {
+    /// A parse error whose message is cut to [`reveal_schema::excerpt::MAX_MESSAGE`] bytes.
     pub(crate) fn parse(line: usize, msg: impl Into<String>) -> SourceError {
         SourceError::Parse {
             line,
-            msg: msg.into(),
+            msg: reveal_schema::excerpt::bounded(msg.into()),
         }
     }
 }

@@ -20,6 +20,7 @@
 //! counters; everything else keeps the family's type; a sample of no declared family is a
 //! gauge.
 
+use reveal_schema::Excerpt;
 use std::collections::HashMap;
 
 use super::{Assembler, SourceError, SourceOptions};
@@ -58,7 +59,7 @@ pub fn parse_openmetrics(text: &str, opts: &SourceOptions) -> Result<Vec<HostMat
                     other => {
                         return Err(SourceError::parse(
                             line_no,
-                            format!("unknown type {other:?}"),
+                            format!("unknown type {other:?}", other = Excerpt(other)),
                         ))
                     }
                 };
@@ -163,10 +164,14 @@ fn parse_sample(line: &str) -> Result<Sample<'_>, String> {
     let value = fields
         .next()
         .ok_or_else(|| format!("missing value: {}", clip(line)))?;
-    let value = parse_float(value).ok_or_else(|| format!("bad value {value:?}"))?;
+    let value =
+        parse_float(value).ok_or_else(|| format!("bad value {value:?}", value = Excerpt(value)))?;
     let timestamp = fields.next();
     if let Some(extra) = fields.next() {
-        return Err(format!("unexpected {extra:?} after the timestamp"));
+        return Err(format!(
+            "unexpected {extra:?} after the timestamp",
+            extra = Excerpt(extra)
+        ));
     }
     Ok(Sample {
         series: &line[..series_end],
@@ -212,7 +217,7 @@ pub(crate) fn parse_label_text(s: &str) -> Result<Vec<(String, String)>, String>
             || name.starts_with(|c: char| c.is_ascii_digit())
             || !name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_')
         {
-            return Err(format!("bad label name {name:?}"));
+            return Err(format!("bad label name {name:?}", name = Excerpt(name)));
         }
         let after = rest[eq + 1..].trim_start();
         let body = after
@@ -231,7 +236,12 @@ pub(crate) fn parse_label_text(s: &str) -> Result<Vec<(String, String)>, String>
                     Some((_, 'n')) => value.push('\n'),
                     Some((_, '\\')) => value.push('\\'),
                     Some((_, '"')) => value.push('"'),
-                    other => return Err(format!("bad escape in label {name}: {other:?}")),
+                    other => {
+                        return Err(format!(
+                            "bad escape in label {:?}: {other:?}",
+                            Excerpt(name)
+                        ))
+                    }
                 },
                 c => value.push(c),
             }
@@ -269,7 +279,7 @@ fn parse_timestamp(ts: Option<&str>, openmetrics: bool) -> Result<i64, String> {
     let seconds = openmetrics || ts.contains(['.', 'e', 'E']);
     let v = parse_float(ts)
         .filter(|v| v.is_finite())
-        .ok_or_else(|| format!("bad timestamp {ts:?}"))?;
+        .ok_or_else(|| format!("bad timestamp {ts:?}", ts = Excerpt(ts)))?;
     if openmetrics && v.abs() >= 1e11 && !ts.contains(['.', 'e', 'E']) {
         // 1e11 s is the year 5138: this is a millisecond stamp in a file whose `# EOF`
         // says OpenMetrics (seconds). Refuse rather than guess which one was meant.
@@ -281,7 +291,7 @@ fn parse_timestamp(ts: Option<&str>, openmetrics: bool) -> Result<i64, String> {
     let ms = if seconds { (v * 1000.0).round() } else { v };
     // ±2^53 ms keeps every step exact and far from i64 overflow in grid arithmetic.
     if ms.abs() > 9.0e15 {
-        return Err(format!("timestamp {ts:?} out of range"));
+        return Err(format!("timestamp {ts:?} out of range", ts = Excerpt(ts)));
     }
     Ok(ms as i64)
 }

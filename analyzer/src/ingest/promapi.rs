@@ -7,6 +7,7 @@
 //! and an error like `{"status":"error","errorType":"bad_data","error":"…"}`. Parsing is a
 //! pure function over the body that never panics; anything unexpected is a [`PromError`].
 
+use reveal_schema::Excerpt;
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
@@ -122,7 +123,7 @@ pub fn parse_query_range(expr: &str, status: u16, body: &[u8]) -> Result<Matrix,
     if data.result_type != "matrix" {
         return Err(parse_err(format!(
             "resultType {:?}, expected matrix",
-            data.result_type
+            Excerpt(&data.result_type)
         )));
     }
     let mut series = Vec::with_capacity(data.result.len());
@@ -135,7 +136,8 @@ pub fn parse_query_range(expr: &str, status: u16, body: &[u8]) -> Result<Matrix,
             if !(ms.is_finite() && ms.abs() <= 9.0e15) {
                 return Err(parse_err(format!("timestamp {t} out of range")));
             }
-            let value = parse_value(&v).ok_or_else(|| parse_err(format!("value {v:?}")))?;
+            let value = parse_value(&v)
+                .ok_or_else(|| parse_err(format!("value {v:?}", v = Excerpt(&v))))?;
             samples.push((ms as i64, value));
         }
         series.push(Series {

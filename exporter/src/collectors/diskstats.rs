@@ -12,6 +12,7 @@
 
 use super::{Collector, Settings};
 pub use crate::device_filter::DeviceFilter;
+use crate::error::Excerpt;
 use crate::error::{CollectError, ParseError};
 use crate::read::KeptFile;
 use crate::scrape::{Desc, Scrape, Unit};
@@ -196,11 +197,15 @@ pub fn parse_diskstats(text: &str) -> Result<Vec<DiskStat<'_>>, ParseError> {
         let mut it = line.split_ascii_whitespace();
         let Some(major) = it.next() else { continue };
         let (Some(minor), Some(name)) = (it.next(), it.next()) else {
-            return Err(ParseError::new(lineno, format!("short line {line:?}")));
+            return Err(ParseError::new(
+                lineno,
+                format!("short line {line:?}", line = Excerpt(line)),
+            ));
         };
         let num = |s: &str| {
-            s.parse::<u64>()
-                .map_err(|_| ParseError::new(lineno, format!("{s:?} is not a number")))
+            s.parse::<u64>().map_err(|_| {
+                ParseError::new(lineno, format!("{s:?} is not a number", s = Excerpt(s)))
+            })
         };
         let (major, minor) = (num(major)? as u32, num(minor)? as u32);
         let mut n = 0;

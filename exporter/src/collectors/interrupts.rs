@@ -20,6 +20,7 @@
 //! changes (IRQ number freed and reused) starts from zero again.
 
 use super::{Collector, Settings};
+use crate::error::Excerpt;
 use crate::error::{CollectError, ParseError};
 use crate::read::KeptFile;
 use crate::scrape::{index_str, Desc, Scrape, Unit};
@@ -103,13 +104,7 @@ pub fn parse_interrupts(text: &str) -> Result<Interrupts<'_>, ParseError> {
             .strip_prefix("CPU")
             .and_then(|n| n.parse().ok())
             .ok_or_else(|| {
-                ParseError::new(
-                    1,
-                    format!(
-                        "header column {:?} is not CPUn",
-                        crate::error::Excerpt(name)
-                    ),
-                )
+                ParseError::new(1, format!("header column {:?} is not CPUn", Excerpt(name)))
             })?;
         // The collector keeps one slot per CPU number up to the largest: a garbage header
         // (`CPU4000000000`) must not allocate gigabytes.
@@ -118,7 +113,7 @@ pub fn parse_interrupts(text: &str) -> Result<Interrupts<'_>, ParseError> {
                 1,
                 format!(
                     "header column {:?}: CPU number above {MAX_CPU}",
-                    crate::error::Excerpt(name)
+                    Excerpt(name)
                 ),
             ));
         }
@@ -138,7 +133,10 @@ pub fn parse_interrupts(text: &str) -> Result<Interrupts<'_>, ParseError> {
             .ok_or_else(|| ParseError::new(lineno, "no ':' after the IRQ name"))?;
         let irq = irq.trim();
         if irq.is_empty() || irq.contains(char::is_whitespace) {
-            return Err(ParseError::new(lineno, format!("bad IRQ name {irq:?}")));
+            return Err(ParseError::new(
+                lineno,
+                format!("bad IRQ name {irq:?}", irq = Excerpt(irq)),
+            ));
         }
         let start = out.counts.len();
         // Take leading integers, at most one per CPU; the description may itself hold numbers

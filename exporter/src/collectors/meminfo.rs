@@ -13,6 +13,7 @@
 //! this table does not know are ignored.
 
 use super::{Collector, Settings};
+use crate::error::Excerpt;
 use crate::error::{CollectError, ParseError};
 use crate::read::KeptFile;
 use crate::scrape::{Desc, Scrape, Unit};
@@ -150,23 +151,26 @@ pub static HUGEPAGE_SIZE: Desc = Desc::gauge(
 /// One `Key: value [kB]` line: the key, the number, and whether it carried the `kB` unit.
 /// Shared with the per-node meminfo of the numa collector, whose lines have the same tail.
 pub(crate) fn split_line(line: &str, lineno: usize) -> Result<(&str, u64, bool), ParseError> {
-    let (key, rest) = line
-        .split_once(':')
-        .ok_or_else(|| ParseError::new(lineno, format!("no ':' in {line:?}")))?;
+    let (key, rest) = line.split_once(':').ok_or_else(|| {
+        ParseError::new(lineno, format!("no ':' in {line:?}", line = Excerpt(line)))
+    })?;
     let mut it = rest.split_ascii_whitespace();
     let num = it
         .next()
         .ok_or_else(|| ParseError::new(lineno, format!("{key} has no value")))?;
-    let value: u64 = num
-        .parse()
-        .map_err(|_| ParseError::new(lineno, format!("{key}: {num:?} is not a number")))?;
+    let value: u64 = num.parse().map_err(|_| {
+        ParseError::new(
+            lineno,
+            format!("{key}: {num:?} is not a number", num = Excerpt(num)),
+        )
+    })?;
     let kb = match (it.next(), it.next()) {
         (None, None) => false,
         (Some("kB"), None) => true,
         _ => {
             return Err(ParseError::new(
                 lineno,
-                format!("{key}: unexpected unit in {rest:?}"),
+                format!("{key}: unexpected unit in {rest:?}", rest = Excerpt(rest)),
             ))
         }
     };

@@ -12,6 +12,7 @@
 
 use super::{Collector, Settings};
 use crate::device_filter::DeviceFilter;
+use crate::error::Excerpt;
 use crate::error::{CollectError, ParseError};
 use crate::read::KeptFile;
 use crate::scrape::{Desc, Scrape, Unit};
@@ -187,22 +188,21 @@ pub fn parse_netdev(text: &str) -> Result<NetDev<'_>, ParseError> {
     else {
         return Err(ParseError::new(
             2,
-            format!("header is not 'face |receive|transmit': {header:?}"),
+            format!(
+                "header is not 'face |receive|transmit': {header:?}",
+                header = Excerpt(header)
+            ),
         ));
     };
     let mut nd = NetDev::default();
     for (names, lookup) in [(rx, rx_column as fn(&str) -> _), (tx, tx_column)] {
         for name in names.split_ascii_whitespace() {
-            let desc = lookup(name).ok_or_else(|| {
-                ParseError::new(
-                    2,
-                    format!("unknown column {:?}", crate::error::Excerpt(name)),
-                )
-            })?;
+            let desc = lookup(name)
+                .ok_or_else(|| ParseError::new(2, format!("unknown column {:?}", Excerpt(name))))?;
             if nd.columns.contains(&desc) {
                 return Err(ParseError::new(
                     2,
-                    format!("column {:?} twice", crate::error::Excerpt(name)),
+                    format!("column {:?} twice", Excerpt(name)),
                 ));
             }
             nd.columns.push(desc);
@@ -215,17 +215,18 @@ pub fn parse_netdev(text: &str) -> Result<NetDev<'_>, ParseError> {
         }
         // Counters never contain ':', so the last one ends the interface name (which is not
         // always followed by a space when the first number is wide).
-        let (name, rest) = line
-            .rsplit_once(':')
-            .ok_or_else(|| ParseError::new(lineno, format!("no ':' in {line:?}")))?;
+        let (name, rest) = line.rsplit_once(':').ok_or_else(|| {
+            ParseError::new(lineno, format!("no ':' in {line:?}", line = Excerpt(line)))
+        })?;
         let name = name.trim();
         let mut values = Vec::with_capacity(nd.columns.len());
         for f in rest.split_ascii_whitespace() {
-            values.push(
-                f.parse::<u64>().map_err(|_| {
-                    ParseError::new(lineno, format!("{name}: {f:?} is not a count"))
-                })?,
-            );
+            values.push(f.parse::<u64>().map_err(|_| {
+                ParseError::new(
+                    lineno,
+                    format!("{name}: {f:?} is not a count", f = Excerpt(f)),
+                )
+            })?);
         }
         if values.len() != nd.columns.len() || name.is_empty() {
             return Err(ParseError::new(
@@ -233,7 +234,8 @@ pub fn parse_netdev(text: &str) -> Result<NetDev<'_>, ParseError> {
                 format!(
                     "{name:?}: {} values for {} columns",
                     values.len(),
-                    nd.columns.len()
+                    nd.columns.len(),
+                    name = Excerpt(name)
                 ),
             ));
         }

@@ -14,6 +14,7 @@
 //! to `reveal_network_protocol_value` (Tcp MaxConn is -1 when there is no limit).
 
 use super::{Collector, Settings};
+use crate::error::Excerpt;
 use crate::error::{CollectError, ParseError};
 use crate::read::KeptFile;
 use crate::scrape::{Desc, Scrape, Unit};
@@ -67,7 +68,7 @@ impl Field<'_> {
 
 fn parse_i64(s: &str, line: usize) -> Result<i64, ParseError> {
     s.parse()
-        .map_err(|_| ParseError::new(line, format!("{s:?} is not an integer")))
+        .map_err(|_| ParseError::new(line, format!("{s:?} is not an integer", s = Excerpt(s))))
 }
 
 /// Parses `/proc/net/snmp` or `/proc/net/netstat`: pairs of `Proto: names` / `Proto: values`
@@ -86,14 +87,23 @@ pub fn parse_snmp<'a>(text: &'a str, out: &mut Vec<Field<'a>>) -> Result<(), Par
         let split = |line: &'a str, n: usize| {
             line.split_once(':')
                 .map(|(p, rest)| (p.trim(), rest))
-                .ok_or_else(|| ParseError::new(n, format!("no 'Protocol:' in {line:?}")))
+                .ok_or_else(|| {
+                    ParseError::new(
+                        n,
+                        format!("no 'Protocol:' in {line:?}", line = Excerpt(line)),
+                    )
+                })
         };
         let (proto, names) = split(names, lineno)?;
         let (proto2, values) = split(values, i2 + 1)?;
         if proto != proto2 || proto.is_empty() {
             return Err(ParseError::new(
                 i2 + 1,
-                format!("values of {proto2:?} after names of {proto:?}"),
+                format!(
+                    "values of {proto2:?} after names of {proto:?}",
+                    proto2 = Excerpt(proto2),
+                    proto = Excerpt(proto)
+                ),
             ));
         }
         let mut names = names.split_ascii_whitespace();
@@ -132,7 +142,7 @@ pub fn parse_snmp6<'a>(text: &'a str, out: &mut Vec<Field<'a>>) -> Result<(), Pa
         let (Some(v), None) = (it.next(), it.next()) else {
             return Err(ParseError::new(
                 lineno,
-                format!("expected 'name value', got {line:?}"),
+                format!("expected 'name value', got {line:?}", line = Excerpt(line)),
             ));
         };
         let value = parse_i64(v, lineno)?;

@@ -14,6 +14,7 @@
 use super::meminfo::{kib_to_bytes, split_line};
 use super::sysfs_scan::{found_any, Rescan};
 use super::{Collector, Settings};
+use crate::error::Excerpt;
 use crate::error::{CollectError, ParseError};
 use crate::read::{dir_names, KeptFile};
 use crate::scrape::{Desc, Scrape, Unit};
@@ -124,14 +125,11 @@ pub fn parse_numastat(text: &str) -> Result<[Option<u64>; 6], ParseError> {
         let (Some(v), None) = (it.next(), it.next()) else {
             return Err(ParseError::new(
                 lineno,
-                format!("expected 'name value', got {line:?}"),
+                format!("expected 'name value', got {line:?}", line = Excerpt(line)),
             ));
         };
         let v: u64 = v.parse().map_err(|_| {
-            ParseError::new(
-                lineno,
-                format!("{key}: {:?} is not a count", crate::error::Excerpt(v)),
-            )
+            ParseError::new(lineno, format!("{key}: {:?} is not a count", Excerpt(v)))
         })?;
         lines += 1;
         if let Some(idx) = NUMASTAT_KEYS.iter().position(|k| *k == key) {
@@ -164,7 +162,10 @@ pub fn parse_node_meminfo(text: &str) -> Result<NodeMeminfo<'_>, ParseError> {
         let bad = || {
             ParseError::new(
                 lineno,
-                format!("expected 'Node N Key: value', got {line:?}"),
+                format!(
+                    "expected 'Node N Key: value', got {line:?}",
+                    line = Excerpt(line)
+                ),
             )
         };
         let rest = line.trim_start().strip_prefix("Node ").ok_or_else(bad)?;

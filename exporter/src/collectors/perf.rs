@@ -13,6 +13,7 @@ use super::perf_group::{self, describe_open_error, KernelOpener, OpenGroup, Open
 use super::{Collector, Settings};
 use crate::config::Subsystem;
 use crate::error::CollectError;
+use crate::error::Excerpt;
 use crate::perf_sys::{self, EventSpec};
 use crate::scrape::{Desc, Scrape, Unit};
 use perf_event_open_sys::bindings as b;
@@ -445,13 +446,17 @@ fn plan(s: &Settings) -> (Vec<PlannedGroup>, Vec<String>) {
 /// The `type` of a dynamic PMU, from `/sys/bus/event_source/devices/<pmu>/type`.
 pub fn pmu_type(s: &Settings, pmu: &str) -> Result<u32, String> {
     if pmu.is_empty() || pmu.contains('/') || pmu.starts_with('.') {
-        return Err(format!("bad PMU name {pmu:?}"));
+        return Err(format!("bad PMU name {pmu:?}", pmu = Excerpt(pmu)));
     }
     let p: PathBuf = s.paths.sys(format!("bus/event_source/devices/{pmu}/type"));
     let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
-    text.trim()
-        .parse()
-        .map_err(|_| format!("{}: {:?} is not a PMU type", p.display(), text.trim()))
+    text.trim().parse().map_err(|_| {
+        format!(
+            "{}: {:?} is not a PMU type",
+            p.display(),
+            Excerpt(text.trim())
+        )
+    })
 }
 
 impl Collector for PerfCollector {

@@ -16,6 +16,7 @@
 //! the kernel's whole connection hash table).
 
 use super::{Collector, Settings};
+use crate::error::Excerpt;
 use crate::error::{CollectError, ParseError};
 use crate::read::KeptFile;
 use crate::scrape::{Desc, Scrape, Unit};
@@ -61,9 +62,9 @@ pub fn parse_sockstat<'a>(text: &'a str, out: &mut Vec<SockStat<'a>>) -> Result<
         if line.trim().is_empty() {
             continue;
         }
-        let (protocol, rest) = line
-            .split_once(':')
-            .ok_or_else(|| ParseError::new(lineno, format!("no ':' in {line:?}")))?;
+        let (protocol, rest) = line.split_once(':').ok_or_else(|| {
+            ParseError::new(lineno, format!("no ':' in {line:?}", line = Excerpt(line)))
+        })?;
         let mut it = rest.split_ascii_whitespace();
         while let Some(key) = it.next() {
             let v = it.next().ok_or_else(|| {
@@ -72,10 +73,7 @@ pub fn parse_sockstat<'a>(text: &'a str, out: &mut Vec<SockStat<'a>>) -> Result<
             let value = v.parse().map_err(|_| {
                 ParseError::new(
                     lineno,
-                    format!(
-                        "{protocol} {key}: {:?} is not a count",
-                        crate::error::Excerpt(v)
-                    ),
+                    format!("{protocol} {key}: {:?} is not a count", Excerpt(v)),
                 )
             })?;
             out.push(SockStat {

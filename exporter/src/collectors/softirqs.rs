@@ -16,6 +16,7 @@
 //! kept for it.
 
 use super::{Collector, Settings};
+use crate::error::Excerpt;
 use crate::error::{CollectError, ParseError};
 use crate::read::KeptFile;
 use crate::scrape::{index_str, Desc, Scrape, Unit};
@@ -57,13 +58,7 @@ pub fn parse_softirqs(text: &str) -> Result<Softirqs<'_>, ParseError> {
             .strip_prefix("CPU")
             .and_then(|n| n.parse().ok())
             .ok_or_else(|| {
-                ParseError::new(
-                    1,
-                    format!(
-                        "header column {:?} is not CPUn",
-                        crate::error::Excerpt(name)
-                    ),
-                )
+                ParseError::new(1, format!("header column {:?} is not CPUn", Excerpt(name)))
             })?;
         out.cpus.push(cpu);
     }
@@ -82,13 +77,19 @@ pub fn parse_softirqs(text: &str) -> Result<Softirqs<'_>, ParseError> {
         if kind.is_empty() || kind.contains(char::is_whitespace) {
             return Err(ParseError::new(
                 lineno,
-                format!("bad softirq type {kind:?}"),
+                format!("bad softirq type {kind:?}", kind = Excerpt(kind)),
             ));
         }
         let start = out.counts.len();
         for field in rest.split_ascii_whitespace() {
             let v = field.parse().map_err(|_| {
-                ParseError::new(lineno, format!("{field:?} is not an unsigned integer"))
+                ParseError::new(
+                    lineno,
+                    format!(
+                        "{field:?} is not an unsigned integer",
+                        field = Excerpt(field)
+                    ),
+                )
             })?;
             out.counts.push(v);
         }

@@ -12,6 +12,7 @@
 //! CPU times are in USER_HZ ticks, converted to seconds here.
 
 use super::{Collector, Settings};
+use crate::error::Excerpt;
 use crate::error::{CollectError, ParseError};
 use crate::read::KeptFile;
 use crate::scrape::{index_str, Desc, Scrape, Unit};
@@ -116,9 +117,9 @@ pub fn parse_stat(text: &str) -> Result<Stat, ParseError> {
             if idx.is_empty() {
                 continue;
             }
-            let cpu: u32 = idx
-                .parse()
-                .map_err(|_| ParseError::new(lineno, format!("bad CPU name {key:?}")))?;
+            let cpu: u32 = idx.parse().map_err(|_| {
+                ParseError::new(lineno, format!("bad CPU name {key:?}", key = Excerpt(key)))
+            })?;
             let mut ticks = [None; 10];
             let mut n = 0;
             for field in it {
@@ -163,8 +164,12 @@ pub fn parse_stat(text: &str) -> Result<Stat, ParseError> {
 }
 
 fn parse_u64(s: &str, line: usize) -> Result<u64, ParseError> {
-    s.parse()
-        .map_err(|_| ParseError::new(line, format!("{s:?} is not an unsigned integer")))
+    s.parse().map_err(|_| {
+        ParseError::new(
+            line,
+            format!("{s:?} is not an unsigned integer", s = Excerpt(s)),
+        )
+    })
 }
 
 pub struct StatCollector {

@@ -15,6 +15,7 @@
 //! scrapes and scanned without allocating.
 
 use super::{Collector, Settings};
+use crate::error::Excerpt;
 use crate::error::{CollectError, ParseError};
 use crate::read::KeptFile;
 use crate::scrape::{Desc, Scrape, Unit};
@@ -53,7 +54,10 @@ pub fn parse_tcp_states(text: &str, counts: &mut [u64; 11]) -> Result<(), ParseE
     if header.split_ascii_whitespace().nth(3) != Some("st") {
         return Err(ParseError::new(
             1,
-            format!("the fourth column is not 'st': {header:?}"),
+            format!(
+                "the fourth column is not 'st': {header:?}",
+                header = Excerpt(header)
+            ),
         ));
     }
     for (i, line) in lines.enumerate() {
@@ -61,15 +65,19 @@ pub fn parse_tcp_states(text: &str, counts: &mut [u64; 11]) -> Result<(), ParseE
             if line.trim().is_empty() {
                 continue;
             }
-            return Err(ParseError::new(i + 2, format!("short line {line:?}")));
+            return Err(ParseError::new(
+                i + 2,
+                format!("short line {line:?}", line = Excerpt(line)),
+            ));
         };
         // Request sockets (NEW_SYN_RECV inside the kernel) are printed as SYN_RECV, so any
         // other value is a format this parser does not know.
         let state = u8::from_str_radix(st, 16)
             .ok()
             .filter(|s| (1..=11).contains(s));
-        let state =
-            state.ok_or_else(|| ParseError::new(i + 2, format!("unknown TCP state {st:?}")))?;
+        let state = state.ok_or_else(|| {
+            ParseError::new(i + 2, format!("unknown TCP state {st:?}", st = Excerpt(st)))
+        })?;
         counts[usize::from(state) - 1] += 1;
     }
     Ok(())

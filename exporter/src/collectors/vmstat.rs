@@ -15,6 +15,7 @@
 //! listed in [`NOT_EVENTS`] and skipped too.
 
 use super::{Collector, Settings};
+use crate::error::Excerpt;
 use crate::error::{CollectError, ParseError};
 use crate::read::KeptFile;
 use crate::scrape::{Desc, Scrape, Unit};
@@ -43,20 +44,26 @@ pub fn parse_vmstat(text: &str) -> Result<Vec<(&str, u64)>, ParseError> {
         let (Some(value), None) = (it.next(), it.next()) else {
             return Err(ParseError::new(
                 lineno,
-                format!("expected 'name value', got {line:?}"),
+                format!("expected 'name value', got {line:?}", line = Excerpt(line)),
             ));
         };
         lines += 1;
         if key.starts_with("nr_") || NOT_EVENTS.contains(&key) {
             // Gauges may be transiently negative (per-CPU drift); still check they are numbers.
             value.parse::<i64>().map_err(|_| {
-                ParseError::new(lineno, format!("{key}: {value:?} is not a number"))
+                ParseError::new(
+                    lineno,
+                    format!("{key}: {value:?} is not a number", value = Excerpt(value)),
+                )
             })?;
             continue;
         }
-        let v = value
-            .parse::<u64>()
-            .map_err(|_| ParseError::new(lineno, format!("{key}: {value:?} is not a count")))?;
+        let v = value.parse::<u64>().map_err(|_| {
+            ParseError::new(
+                lineno,
+                format!("{key}: {value:?} is not a count", value = Excerpt(value)),
+            )
+        })?;
         events.push((key, v));
     }
     if lines == 0 {

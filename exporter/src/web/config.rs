@@ -211,7 +211,13 @@ fn check(c: &WebConfig) -> Result<(), WebConfigError> {
             _ => !value.is_empty() && !value.contains(['\r', '\n']),
         };
         if !ok {
-            return Err(bad(key, format!("{value:?} is not a valid value")));
+            return Err(bad(
+                key,
+                format!(
+                    "{value:?} is not a valid value",
+                    value = crate::error::Excerpt(value)
+                ),
+            ));
         }
     }
     for (user, hash) in &c.basic_auth_users {

@@ -2,6 +2,7 @@
 //! client verification against `client_ca_file`, protocol versions, TLS 1.2 cipher suites and
 //! key-exchange groups by their Go names (the names exporter-toolkit files use).
 
+use crate::error::Excerpt;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -88,7 +89,8 @@ fn crypto(t: &TlsServerConfig) -> Result<CryptoProvider, WebConfigError> {
                     "cipher_suites",
                     format!(
                         "{name:?} is not supported; the supported ones are {}",
-                        known.join(", ")
+                        known.join(", "),
+                        name = Excerpt(name)
                     ),
                 ));
             };
@@ -108,7 +110,10 @@ fn crypto(t: &TlsServerConfig) -> Result<CryptoProvider, WebConfigError> {
                 _ => {
                     return Err(bad(
                         "curve_preferences",
-                        format!("{name:?} is not supported; use X25519, CurveP256 or CurveP384"),
+                        format!(
+                            "{name:?} is not supported; use X25519, CurveP256 or CurveP384",
+                            name = Excerpt(name)
+                        ),
                     ))
                 }
             };

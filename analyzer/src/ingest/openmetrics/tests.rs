@@ -114,6 +114,27 @@ fn errors_name_the_line() {
     ));
 }
 
+/// A megabyte-long bad token is quoted as an excerpt: escaping all of it would cost more
+/// than parsing the scrape, and the message would be a megabyte.
+#[test]
+fn errors_quote_an_excerpt_of_a_long_token() {
+    let long = "x".repeat(1_000_000);
+    for text in [
+        format!("a {long} 0\n"),
+        format!("a 1 {long}\n"),
+        format!("a 1 0 {long}\n"),
+        format!("a{{-{long}=\"1\"}} 1 0\n"),
+        format!("# TYPE a {long}\n"),
+    ] {
+        let Err(e) = parse_openmetrics(&text, &opts()) else {
+            panic!("accepted {:.40}", text);
+        };
+        let msg = e.to_string();
+        assert!(msg.len() < 200, "{} bytes: {:.120}", msg.len(), msg);
+        assert!(msg.contains(" bytes)"), "{msg}");
+    }
+}
+
 #[test]
 fn label_escapes_are_kept_in_channel_names() {
     let m = &parse_openmetrics("a{p=\"x\\\"y\\\\z\"} 1 0\n", &opts()).unwrap()[0];
