@@ -193,7 +193,12 @@ fn analyzer_openmetrics() {
         let t = text(b);
         let _ = reveal_analyzer::ingest::openmetrics::parse_openmetrics(&t, &opts);
         let mut out = String::new();
-        reveal_analyzer::ingest::scrape::stamp(&t, 1_700_000_000_000, &mut out);
+        reveal_analyzer::ingest::scrape::stamp(
+            &t,
+            1_700_000_000_000,
+            1_699_999_990_000..1_700_000_000_001,
+            &mut out,
+        );
     });
 }
 

@@ -274,7 +274,7 @@ fn parse_float(s: &str) -> Option<f64> {
     }
 }
 
-fn parse_timestamp(ts: Option<&str>, openmetrics: bool) -> Result<i64, String> {
+pub(super) fn parse_timestamp(ts: Option<&str>, openmetrics: bool) -> Result<i64, String> {
     let ts = ts.ok_or("sample without a timestamp (a recording needs one on every sample)")?;
     let seconds = openmetrics || ts.contains(['.', 'e', 'E']);
     let v = parse_float(ts)

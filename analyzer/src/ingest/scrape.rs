@@ -14,7 +14,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use crate::core::matrix::HostMatrix;
 use crate::http::HttpClient;
 use crate::ingest::kinds::MetricSet;
-use crate::ingest::openmetrics::parse_openmetrics;
+use crate::ingest::openmetrics::{parse_openmetrics, parse_timestamp};
 use crate::ingest::{Source, SourceError, SourceOptions, TimeRange};
 
 /// A label no exporter sets, so every series belongs to the target's host.
@@ -25,6 +25,8 @@ const NO_HOST_LABEL: &str = "__reveal_scrape_target__";
 struct Buffer {
     scrapes: VecDeque<(i64, String)>,
     failures: u64,
+    /// Samples dropped for a timestamp of their own outside the scrapes' time ([`stamp`]).
+    out_of_window: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -49,24 +51,45 @@ pub fn host_of(url: &str) -> String {
 }
 
 /// Appends ` <ts_ms>` to every sample line that has no timestamp, and drops `# EOF` (the
-/// text becomes Prometheus text format with integer-millisecond timestamps).
-pub fn stamp(text: &str, ts_ms: i64, out: &mut String) {
+/// text becomes Prometheus text format with integer-millisecond timestamps). A sample that
+/// carries a timestamp of its own is kept only when it falls in `window`, the time the
+/// scrapes being read were taken: one stamped hours or days away (a stale cached value, a
+/// target's clock off) would otherwise stretch this fetch's grid over all that time, up to
+/// gigabytes of empty cells, or past the grid's limit, losing the target's data. Prometheus
+/// likewise drops samples outside the time it accepts. Returns how many were dropped.
+pub fn stamp(text: &str, ts_ms: i64, window: std::ops::Range<i64>, out: &mut String) -> usize {
+    let mut dropped = 0;
     for line in text.lines() {
         let l = line.trim_end();
         if l.is_empty() || l == "# EOF" {
             continue;
         }
+        // A sample line's value, its own timestamp, and whether more follows.
+        let (value, own, more) = if l.starts_with('#') {
+            (None, None, None)
+        } else {
+            let mut f = fields_after_labels(l);
+            (f.next(), f.next(), f.next())
+        };
+        if let (Some(own), None) = (own, more) {
+            if parse_timestamp(Some(own), false).is_ok_and(|t| !window.contains(&t)) {
+                dropped += 1;
+                continue;
+            }
+        }
         out.push_str(l);
-        if !l.starts_with('#') && fields_after_labels(l) == 1 {
+        if value.is_some() && own.is_none() {
             out.push(' ');
             out.push_str(&ts_ms.to_string());
         }
         out.push('\n');
     }
+    dropped
 }
 
-/// Number of whitespace-separated fields after the name and label set (1: value only).
-fn fields_after_labels(line: &str) -> usize {
+/// The whitespace-separated fields after the name and label set (value, then timestamp),
+/// none when the label set is not closed.
+fn fields_after_labels(line: &str) -> impl Iterator<Item = &str> {
     let rest = match line.find('{') {
         Some(open) if line[..open].find(char::is_whitespace).is_none() => {
             // Skip the label block, honouring quotes and escapes inside label values.
@@ -87,14 +110,12 @@ fn fields_after_labels(line: &str) -> usize {
             }
             match end {
                 Some(e) => &line[e..],
-                None => return 0,
+                None => "",
             }
         }
         _ => line.split_once(char::is_whitespace).map_or("", |(_, r)| r),
     };
-    rest.split_whitespace()
-        .take_while(|f| !f.starts_with('#'))
-        .count()
+    rest.split_whitespace().take_while(|f| !f.starts_with('#'))
 }
 
 fn now_ms() -> i64 {
@@ -186,11 +207,30 @@ impl Source for ScrapeSource {
         for t in &self.targets {
             let mut text = String::new();
             {
-                let b = t.buffer.lock().unwrap_or_else(|p| p.into_inner());
+                let mut b = t.buffer.lock().unwrap_or_else(|p| p.into_inner());
+                let window = match range {
+                    Some(r) => r.start_ms..r.end_ms,
+                    None => match (b.scrapes.front(), b.scrapes.back()) {
+                        (Some((first, _)), Some((last, _))) => *first..*last + 1,
+                        _ => 0..0,
+                    },
+                };
+                let mut dropped = 0;
                 for (ts, body) in &b.scrapes {
-                    if range.is_none_or(|r| *ts >= r.start_ms && *ts < r.end_ms) {
-                        stamp(body, *ts, &mut text);
+                    if window.contains(ts) {
+                        dropped += stamp(body, *ts, window.clone(), &mut text);
                     }
+                }
+                if dropped > 0 {
+                    if b.out_of_window == 0 {
+                        tracing::warn!(
+                            target = %t.url,
+                            "the target exposes samples with timestamps outside the time it was \
+                             scraped; they are dropped (later ones are logged at debug level)"
+                        );
+                    }
+                    b.out_of_window += dropped as u64;
+                    tracing::debug!(target = %t.url, dropped, total = b.out_of_window, "samples out of the scrape window");
                 }
             }
             let opts = SourceOptions {
@@ -218,7 +258,7 @@ mod tests {
     fn stamps_sample_lines_only() {
         let text = "# HELP x_total Things.\n# TYPE x_total counter\nx_total{a=\"b c\",d=\"}\"} 5\ny 1 1700000000000\nz 2\n# EOF\n";
         let mut out = String::new();
-        stamp(text, 42, &mut out);
+        assert_eq!(stamp(text, 42, 0..i64::MAX, &mut out), 0);
         assert_eq!(
             out,
             "# HELP x_total Things.\n# TYPE x_total counter\nx_total{a=\"b c\",d=\"}\"} 5 42\ny 1 1700000000000\nz 2 42\n"
@@ -257,6 +297,33 @@ mod tests {
             end_ms: 1_700_000_000_400,
         };
         assert_eq!(src.fetch(Some(range)).unwrap()[0].n_steps(), 2);
+    }
+
+    #[test]
+    fn a_sample_stamped_far_from_its_scrape_is_dropped_not_a_days_long_grid() {
+        let mut src = ScrapeSource::new(&["http://a:1/metrics".into()], 100, MetricSet::default());
+        let t0 = 1_700_000_000_000i64;
+        let day_before = t0 - 86_400_000;
+        for i in 0..5i64 {
+            // A gauge of its own scrape time, and a cached value stamped a day earlier.
+            let text =
+                format!("reveal_cpu_procs_running {i}\nstale_value{{a=\"}}\"}} 7 {day_before}\n");
+            src.record(0, t0 + i * 100, text);
+        }
+        let mut out = String::new();
+        let text = format!("x 1\ny 2 {day_before}\ny 3 {t0}\n");
+        assert_eq!(stamp(&text, t0, t0..t0 + 1, &mut out), 1);
+        assert_eq!(out, format!("x 1 {t0}\ny 3 {t0}\n"));
+        let hosts = src.fetch(None).unwrap();
+        assert_eq!(hosts.len(), 1);
+        assert_eq!(hosts[0].start_ms, t0);
+        assert_eq!(
+            hosts[0].n_steps(),
+            5,
+            "the grid spans the scrapes, not the day before"
+        );
+        assert!(hosts[0].channels.iter().all(|c| c.metric != "stale_value"));
+        assert_eq!(src.targets[0].buffer.lock().unwrap().out_of_window, 5);
     }
 
     #[test]
