@@ -218,8 +218,11 @@ impl MatrixBuilder {
     /// gap, yield `NaN`: the increase is unknown there rather than spread over the gap by
     /// guess.
     ///
-    /// Fails when no finite sample was pushed, or when the grid would exceed [`MAX_CELLS`]
-    /// (timestamps years apart in a corrupt file must not allocate the machine away).
+    /// Fails when no finite sample was pushed, when the grid would exceed [`MAX_CELLS`]
+    /// (timestamps years apart in a corrupt file must not allocate the machine away), or when
+    /// a grid over [`SPARSE_GRID_CELLS`] would hold more than [`SPARSE_RATIO`] cells per
+    /// sample: a few samples stamped days from the rest (two scrapes of a 13 KB text, two days
+    /// apart, made a grid of 1.6 GB) are a timestamp error, and the grid would be all gaps.
     pub fn build(self, host: &str, step_ms: i64) -> Result<HostMatrix, MatrixError> {
         let step_ms = step_ms.max(1);
         let mut first = i64::MAX;
@@ -247,8 +250,20 @@ impl MatrixBuilder {
             .ok()
             .and_then(|n| n.checked_add(1 + usize::from(span % step_ms >= (step_ms + 1) / 2)))
             .ok_or_else(too_large)?;
-        if n_steps.saturating_mul(self.series.len().max(1)) > MAX_CELLS {
+        let cells = n_steps.saturating_mul(self.series.len().max(1));
+        if cells > MAX_CELLS {
             return Err(too_large());
+        }
+        let samples: usize = self.series.values().map(|(_, s)| s.len()).sum();
+        if cells > SPARSE_GRID_CELLS && cells / samples.max(1) > SPARSE_RATIO {
+            return Err(MatrixError::Sparse {
+                host: host.to_string(),
+                samples,
+                n_steps,
+                channels: self.series.len(),
+                span_ms: span,
+                step_ms,
+            });
         }
         let mut values = Array2::from_elem((self.series.len(), n_steps), f64::NAN);
         let mut channels = Vec::with_capacity(self.series.len());
@@ -300,6 +315,14 @@ fn cell(t: i64, first: i64, step_ms: i64, n: usize) -> usize {
 /// Largest grid a source may build (channels × steps), 2 GiB of `f64`.
 pub const MAX_CELLS: usize = 256 << 20;
 
+/// Grids up to this many cells (128 MiB of `f64`) are built however sparse their samples:
+/// a short recording with gaps. A real range has a sample in most cells: a day of a host
+/// down for all but an hour still fills 4 % of its grid.
+pub const SPARSE_GRID_CELLS: usize = 16 << 20;
+
+/// Above [`SPARSE_GRID_CELLS`], the most cells a grid may hold per sample (0.1 % filled).
+pub const SPARSE_RATIO: usize = 1000;
+
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum MatrixError {
     #[error("host {host:?}: no finite samples")]
@@ -313,6 +336,19 @@ pub enum MatrixError {
         span_ms: i64,
         step_ms: i64,
         channels: usize,
+    },
+    #[error(
+        "host {host:?}: {samples} samples would fill a grid of {n_steps} steps × {channels} \
+         channels ({span_ms} ms at a {step_ms} ms step) to under 0.1 %; some samples are \
+         stamped far from the others: check the timestamps or use a larger step"
+    )]
+    Sparse {
+        host: String,
+        samples: usize,
+        n_steps: usize,
+        channels: usize,
+        span_ms: i64,
+        step_ms: i64,
     },
 }
 
@@ -463,5 +499,31 @@ mod tests {
         b.push(&ch("g", MetricType::Gauge), i64::MIN, 1.0);
         b.push(&ch("g", MetricType::Gauge), -1, 1.0);
         assert!(matches!(b.build("h", 1), Err(MatrixError::TooLarge { .. })));
+    }
+
+    #[test]
+    fn a_grid_almost_all_gaps_is_refused_unless_small() {
+        let day = 86_400_000;
+        // `channels` gauges at a 1 s step, `per_side` samples each side of a gap.
+        let build = |channels: usize, gap_ms: i64, per_side: i64| {
+            let mut b = MatrixBuilder::new();
+            for c in 0..channels {
+                let c = ch(&format!("g{c}"), MetricType::Gauge);
+                for k in 0..per_side {
+                    b.push(&c, k * 1000, 1.0);
+                    b.push(&c, gap_ms + k * 1000, 2.0);
+                }
+            }
+            b.build("h", 1000)
+        };
+        // 100 channels with one sample each side of two days: 17 M cells for 200 samples.
+        let e = build(100, 2 * day, 1).unwrap_err();
+        assert!(matches!(e, MatrixError::Sparse { samples: 200, .. }), "{e}");
+        assert!(e.to_string().contains("check the timestamps"), "{e}");
+        // The same two days of two channels is a small grid, built with its gap.
+        assert_eq!(build(2, 2 * day, 1).unwrap().n_steps(), 172_801);
+        // An hour recorded each side of the gap is a real recording: 4 % filled, built.
+        let m = build(100, 2 * day, 3_600).unwrap();
+        assert_eq!((m.n_steps(), m.channels.len()), (176_400, 100));
     }
 }
