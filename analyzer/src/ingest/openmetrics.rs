@@ -284,8 +284,9 @@ pub(super) fn parse_timestamp(ts: Option<&str>, openmetrics: bool) -> Result<i64
         // 1e11 s is the year 5138: this is a millisecond stamp in a file whose `# EOF`
         // says OpenMetrics (seconds). Refuse rather than guess which one was meant.
         return Err(format!(
-            "timestamp {ts} looks like milliseconds, but a file with `# EOF` is OpenMetrics, \
-             whose timestamps are seconds; remove the `# EOF` lines or write seconds"
+            "timestamp {ts:?} looks like milliseconds, but a file with `# EOF` is OpenMetrics, \
+             whose timestamps are seconds; remove the `# EOF` lines or write seconds",
+            ts = Excerpt(ts)
         ));
     }
     let ms = if seconds { (v * 1000.0).round() } else { v };

@@ -125,6 +125,8 @@ fn errors_quote_an_excerpt_of_a_long_token() {
         format!("a 1 0 {long}\n"),
         format!("a{{-{long}=\"1\"}} 1 0\n"),
         format!("# TYPE a {long}\n"),
+        // 10^300 is finite: read as seconds it is a millisecond stamp, refused, and quoted.
+        format!("a 1 1{zeros}\n# EOF\n", zeros = "0".repeat(300)),
     ] {
         let Err(e) = parse_openmetrics(&text, &opts()) else {
             panic!("accepted {:.40}", text);
