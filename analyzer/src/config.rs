@@ -356,7 +356,7 @@ impl Config {
         }
         let config: Config = yaml_serde::from_str(text).map_err(|e| {
             let line = e.location().map(|l| l.line());
-            let mut msg = e.to_string();
+            let mut msg = reveal_schema::excerpt::library_message(&e);
             // yaml_serde appends " at line L column C"; the line is already in front.
             if let Some(i) = msg.find(" at line ") {
                 msg.truncate(i);

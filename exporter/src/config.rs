@@ -153,7 +153,8 @@ impl ExporterConfig {
         if let Some(line) = reveal_schema::nesting::too_deep(text) {
             return Err(reveal_schema::nesting::message(line));
         }
-        let cfg: ExporterConfig = yaml_serde::from_str(text).map_err(|e| e.to_string())?;
+        let cfg: ExporterConfig =
+            yaml_serde::from_str(text).map_err(|e| reveal_schema::excerpt::library_message(&e))?;
         let mut seen = std::collections::HashSet::new();
         for (i, ev) in cfg.perf.events.iter().enumerate() {
             let at = format!("perf.events[{i}] ({:?})", crate::error::Excerpt(&ev.name));

@@ -37,6 +37,65 @@ pub fn bounded(mut msg: String) -> String {
     msg
 }
 
+/// A library's error message (the YAML or JSON reader's, through serde) with each quoted span
+/// longer than [`EXCERPT_CHARS`] characters cut to an excerpt, then [`bounded`]. serde quotes
+/// a bad scalar or key whole (`invalid type: string "…"`, ``unknown field `…` ``): a key of a
+/// megabyte made a message of a megabyte, and cutting the whole message instead would lose
+/// the words after the quote (what was expected, and where).
+pub fn library_message(msg: impl std::fmt::Display) -> String {
+    bounded(shorten_quotes(&msg.to_string()))
+}
+
+/// `msg` with every `"…"` (backslash escapes inside) or `` `…` `` span of more than
+/// [`EXCERPT_CHARS`] characters cut to its first ones, then `…` and its length in bytes. An
+/// unclosed quote runs to the end.
+pub fn shorten_quotes(msg: &str) -> String {
+    let mut out = String::with_capacity(msg.len().min(4 * MAX_MESSAGE));
+    let mut rest = msg;
+    while let Some(open) = rest.find(['"', '`']) {
+        let quote = rest.as_bytes()[open];
+        out.push_str(&rest[..=open]);
+        let body = &rest[open + 1..];
+        let close = span_end(body, quote);
+        let inner = &body[..close];
+        let cut = inner.char_indices().nth(EXCERPT_CHARS).map(|(i, _)| i);
+        let mut kept = &inner[..cut.unwrap_or(inner.len())];
+        if cut.is_some() && quote == b'"' {
+            // Do not end on half of an escape: `\` followed by the closing quote.
+            let slashes = kept.len() - kept.trim_end_matches('\\').len();
+            if slashes % 2 == 1 {
+                kept = &kept[..kept.len() - 1];
+            }
+        }
+        out.push_str(kept);
+        let closed = close < body.len();
+        if closed {
+            out.push(quote as char);
+        }
+        if cut.is_some() {
+            out.push_str(&format!("… ({} bytes)", inner.len()));
+        }
+        rest = if closed { &body[close + 1..] } else { "" };
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Where the span that `quote` opened ends in `body`: the index of its closing quote, or the
+/// length when it has none. Inside `"…"` a backslash escapes the next character.
+fn span_end(body: &str, quote: u8) -> usize {
+    let b = body.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'\\' if quote == b'"' => i += 2,
+            c if c == quote => return i,
+            _ => i += 1,
+        }
+    }
+    b.len()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -49,6 +108,44 @@ mod tests {
         assert!(msg.ends_with(&format!("… ({} bytes)", long.len())));
         assert!(long.starts_with(msg.trim_end_matches(|c: char| c != 'é')));
         assert_eq!(bounded("short".into()), "short");
+    }
+
+    #[test]
+    fn long_quotes_in_a_library_message_are_cut_and_the_rest_is_kept() {
+        let long = "v".repeat(1_000_000);
+        let msg = format!("line 1: invalid type: string {long:?}, expected struct WebConfig");
+        let short = library_message(&msg);
+        assert_eq!(
+            short,
+            format!(
+                "line 1: invalid type: string \"{}\"… (1000000 bytes), expected struct WebConfig",
+                "v".repeat(EXCERPT_CHARS)
+            )
+        );
+        let field = format!("unknown field `{long}`, expected one of `a`, `b` at line 3");
+        assert_eq!(
+            library_message(field),
+            format!(
+                "unknown field `{}`… (1000000 bytes), expected one of `a`, `b` at line 3",
+                "v".repeat(EXCERPT_CHARS)
+            )
+        );
+        // Escaped quotes do not end a span; a cut never leaves half an escape.
+        let escaped = format!(
+            "{:?} then",
+            format!("{}\"{}", "q".repeat(79), "z".repeat(100))
+        );
+        let s = shorten_quotes(&escaped);
+        assert!(s.starts_with(&format!("\"{}\"… (", "q".repeat(79))), "{s}");
+        assert!(s.ends_with(" bytes) then"), "{s}");
+        // An unclosed quote runs to the end; short quotes and plain text are left alone.
+        let open = format!("bad `{}", "é".repeat(200));
+        assert_eq!(
+            shorten_quotes(&open),
+            format!("bad `{}… (400 bytes)", "é".repeat(EXCERPT_CHARS))
+        );
+        let plain = "expected `a` or \"b\", found \"\\\"\" at line 2";
+        assert_eq!(shorten_quotes(plain), plain);
     }
 
     #[test]

@@ -88,7 +88,7 @@ impl Selection {
         Selection::parse(&text).map_err(|e| SelectionError::Invalid {
             path: path.to_owned(),
             line: e.location().map(|l| l.line()),
-            msg: e.to_string(),
+            msg: crate::excerpt::library_message(&e),
         })
     }
 

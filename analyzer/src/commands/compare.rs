@@ -212,7 +212,8 @@ fn parse_report(text: &str) -> Result<HostIntervals, ParseError> {
             continue;
         }
         let err = |msg: String| ParseError { line: i + 1, msg };
-        let l: ReportLine = serde_json::from_str(line).map_err(|e| err(e.to_string()))?;
+        let l: ReportLine = serde_json::from_str(line)
+            .map_err(|e| err(reveal_schema::excerpt::library_message(&e)))?;
         let target = match l.kind.as_deref() {
             Some("episode") => &mut episodes,
             Some("window") => &mut windows,

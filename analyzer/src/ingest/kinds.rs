@@ -148,7 +148,7 @@ pub enum KindsError {
         path: String,
         source: std::io::Error,
     },
-    #[error("{path}: {source}")]
+    #[error("{path}: {}", reveal_schema::excerpt::library_message(.source))]
     Yaml {
         path: String,
         source: yaml_serde::Error,

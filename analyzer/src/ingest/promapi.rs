@@ -106,7 +106,9 @@ pub fn parse_query_range(expr: &str, status: u16, body: &[u8]) -> Result<Matrix,
         msg,
     };
     let env: Envelope = serde_json::from_slice(body).map_err(|e| {
-        let start = String::from_utf8_lossy(&body[..body.len().min(120)]).into_owned();
+        let head = &body[..body.len().min(reveal_schema::excerpt::EXCERPT_CHARS)];
+        let start = String::from_utf8_lossy(head).into_owned();
+        let e = reveal_schema::excerpt::library_message(&e);
         parse_err(format!("{e}; body starts {start:?}"))
     })?;
     if env.status != "success" {

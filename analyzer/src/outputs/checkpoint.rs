@@ -59,7 +59,8 @@ const MAX_TIME_MS: i64 = 9_000_000_000_000_000;
 
 /// Parses checkpoint text; pure, never panics.
 pub fn parse_checkpoint(text: &str) -> Result<Checkpoint, String> {
-    let c: Checkpoint = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let c: Checkpoint =
+        serde_json::from_str(text).map_err(|e| reveal_schema::excerpt::library_message(&e))?;
     if c.version != VERSION {
         return Err(format!(
             "version {} (this analyzer reads {VERSION})",

@@ -124,7 +124,7 @@ pub fn parse(text: &str, dir: &Path) -> Result<WebConfig, WebConfigError> {
                 .location()
                 .map(|l| format!("line {}", l.line()))
                 .unwrap_or_else(|| "file".into());
-            bad(at, e.to_string())
+            bad(at, reveal_schema::excerpt::library_message(&e))
         })?
     };
     if let Some(t) = c.tls_server_config.as_mut() {

@@ -283,7 +283,8 @@ pub fn hand_written(config: &str) -> Result<HandWritten, String> {
             _ => {}
         }
     }
-    let doc: yaml_serde::Value = yaml_serde::from_str(&outside).map_err(|e| e.to_string())?;
+    let doc: yaml_serde::Value =
+        yaml_serde::from_str(&outside).map_err(|e| reveal_schema::excerpt::library_message(&e))?;
     let mut out = HandWritten::default();
     for e in doc
         .get("metrics")

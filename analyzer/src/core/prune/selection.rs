@@ -168,7 +168,10 @@ pub fn selection_yaml(
         out.push_str("metrics:\n");
         out.push_str(&entries);
     }
-    Selection::parse(&out).map_err(|e| format!("the exporter would refuse the selection: {e}"))?;
+    Selection::parse(&out).map_err(|e| {
+        let e = reveal_schema::excerpt::library_message(&e);
+        format!("the exporter would refuse the selection: {e}")
+    })?;
     Ok(out)
 }
 
