@@ -24,9 +24,13 @@ pub const MAX_MESSAGE: usize = 300;
 
 /// `msg` cut to [`MAX_MESSAGE`] bytes on a character boundary, then `…` and its length:
 /// the backstop for a message that quotes input without an [`Excerpt`].
-pub fn bounded(mut msg: String) -> String {
-    if msg.len() > MAX_MESSAGE {
-        let mut cut = MAX_MESSAGE;
+pub fn bounded(msg: String) -> String {
+    cut_to(msg, MAX_MESSAGE)
+}
+
+fn cut_to(mut msg: String, limit: usize) -> String {
+    if msg.len() > limit {
+        let mut cut = limit;
         while !msg.is_char_boundary(cut) {
             cut -= 1;
         }
@@ -37,13 +41,18 @@ pub fn bounded(mut msg: String) -> String {
     msg
 }
 
+/// The longest message [`library_message`] keeps: room for serde's list of every key a
+/// section takes after an unknown one (`expected one of …`), which is ours, not input.
+pub const MAX_LIBRARY_MESSAGE: usize = 1000;
+
 /// A library's error message (the YAML or JSON reader's, through serde) with each quoted span
-/// longer than [`EXCERPT_CHARS`] characters cut to an excerpt, then [`bounded`]. serde quotes
-/// a bad scalar or key whole (`invalid type: string "…"`, ``unknown field `…` ``): a key of a
-/// megabyte made a message of a megabyte, and cutting the whole message instead would lose
-/// the words after the quote (what was expected, and where).
+/// longer than [`EXCERPT_CHARS`] characters cut to an excerpt, then the whole cut to
+/// [`MAX_LIBRARY_MESSAGE`] bytes. serde quotes a bad scalar or key whole (`invalid type:
+/// string "…"`, ``unknown field `…` ``): a key of a megabyte made a message of a megabyte, and
+/// cutting the whole message to a few hundred bytes instead would lose the words after the
+/// quote (what was expected, and where).
 pub fn library_message(msg: impl std::fmt::Display) -> String {
-    bounded(shorten_quotes(&msg.to_string()))
+    cut_to(shorten_quotes(&msg.to_string()), MAX_LIBRARY_MESSAGE)
 }
 
 /// `msg` with every `"…"` (backslash escapes inside) or `` `…` `` span of more than
@@ -146,6 +155,11 @@ mod tests {
         );
         let plain = "expected `a` or \"b\", found \"\\\"\" at line 2";
         assert_eq!(shorten_quotes(plain), plain);
+        // A long list of short quotes (every key a section takes) is kept whole.
+        let keys: Vec<String> = (0..40).map(|i| format!("`key_{i}`")).collect();
+        let list = format!("unknown field `x`, expected one of {}", keys.join(", "));
+        assert!(list.len() > MAX_MESSAGE);
+        assert_eq!(library_message(&list), list);
     }
 
     #[test]
