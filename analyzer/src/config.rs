@@ -168,6 +168,45 @@ pub struct AnalysisConfig {
     /// (docs/detection.md), `literal` for the paper's configuration, or a map of parameters.
     #[serde(deserialize_with = "detectors_spec")]
     pub detectors: Option<crate::core::detect::DetectorsConfig>,
+    /// Device families (docs/detection.md, "Families and siblings").
+    pub families: FamiliesConfig,
+}
+
+/// `analysis.families`: which per-device channels are folded into families.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct FamiliesConfig {
+    /// Families with fewer devices keep one channel per device; 0 folds none.
+    pub min_devices: usize,
+    /// Labels that name a device, added to the built-in ones (`cpu`, `gpu`, `device`, `port`,
+    /// `node`, `irq`, …): a metric whose devices are named by another label (`disk`, `hca`).
+    pub device_labels: Vec<String>,
+}
+
+impl Default for FamiliesConfig {
+    fn default() -> Self {
+        FamiliesConfig {
+            min_devices: crate::core::families::DEFAULT_MIN_DEVICES,
+            device_labels: Vec::new(),
+        }
+    }
+}
+
+impl FamiliesConfig {
+    pub fn params(&self) -> crate::core::families::FamilyParams {
+        let mut p = crate::core::families::FamilyParams::default();
+        p.min_devices = if self.min_devices == 0 {
+            usize::MAX
+        } else {
+            self.min_devices
+        };
+        for l in &self.device_labels {
+            if !p.device_labels.contains(l) {
+                p.device_labels.push(l.clone());
+            }
+        }
+        p
+    }
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq)]
@@ -225,6 +264,7 @@ impl Default for AnalysisConfig {
             forget_host_after: PromDuration(Duration::from_secs(10 * 60)),
             episodes: EpisodeConfig::default(),
             detectors: None,
+            families: FamiliesConfig::default(),
         }
     }
 }

@@ -201,11 +201,28 @@ pub fn describe_channel(channel: &str) -> String {
         Some(m) => (m.text.to_string(), m.label.map(|(k, _)| k)),
         None => (fallback_name(name), None),
     };
-    let qualifiers: Vec<String> = labels
+    // A device family's channel (`crate::core::families`): its devices are `*`, and its
+    // `stat` says which view of them it is.
+    let family = labels
+        .iter()
+        .any(|(_, v)| v == crate::core::families::ALL_DEVICES);
+    let stat = labels
+        .iter()
+        .find(|(k, _)| family && k == crate::core::families::STAT_LABEL)
+        .map(|(_, v)| v.as_str());
+    let mut qualifiers: Vec<String> = labels
         .iter()
         .filter(|(k, _)| Some(k.as_str()) != consumed && !QUIET_LABELS.contains(&k.as_str()))
+        .filter(|(k, v)| {
+            !family
+                || (v != crate::core::families::ALL_DEVICES
+                    && Some(k.as_str()) != Some(crate::core::families::STAT_LABEL))
+        })
         .map(|(k, v)| format!("{k} {v}"))
         .collect();
+    if let Some(stat) = stat.and_then(crate::core::families::Stat::parse) {
+        qualifiers.push(stat.describe().to_string());
+    }
     if qualifiers.is_empty() {
         text
     } else {

@@ -10,6 +10,7 @@ pub mod detect;
 pub mod duration;
 pub mod episodes;
 pub mod eval;
+pub mod families;
 pub mod features;
 pub mod fit;
 pub mod hints;

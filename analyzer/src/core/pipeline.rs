@@ -38,6 +38,7 @@ use crate::core::detect::{Detector, DetectorsConfig};
 use crate::core::episodes::tracker::severity;
 use crate::core::episodes::{merge_episodes, Episode};
 pub use crate::core::episodes::{Evidence, FlaggedWindow};
+use crate::core::families::{fold, FamilyParams, Folded};
 use crate::core::features::{least_change, Extractor, FeatureConfig, FeatureMatrix};
 use crate::core::fit::{fit_with, Baseline};
 use crate::core::matrix::{HostMatrix, Kind, Subsystem};
@@ -66,6 +67,8 @@ pub struct AnalyzeParams {
     pub detectors: Option<DetectorsConfig>,
     /// Regime-change test (step 8); `None` leaves it out.
     pub regime: Option<RegimeParams>,
+    /// Device families ([`crate::core::families`]): per-device channels folded.
+    pub families: FamilyParams,
 }
 
 impl Default for AnalyzeParams {
@@ -79,6 +82,7 @@ impl Default for AnalyzeParams {
             episode_gap: crate::core::episodes::DEFAULT_CLOSE_AFTER as usize,
             detectors: None,
             regime: Some(RegimeParams::default()),
+            families: FamilyParams::default(),
         }
     }
 }
@@ -88,7 +92,11 @@ impl Default for AnalyzeParams {
 pub struct HostSummary {
     /// Grid step; counters are shown as increases per step.
     pub step_ms: i64,
+    /// Channels of the recording, and of the host's model once device families are folded
+    /// ([`crate::core::families`]).
     pub channels: usize,
+    pub families: usize,
+    pub model_channels: usize,
     pub dynamic: usize,
     pub event: usize,
     /// Left out of single-host detection.
@@ -123,12 +131,16 @@ pub fn analyze(hosts: &[HostMatrix], p: &AnalyzeParams) -> Vec<HostAnalysis> {
     hosts.iter().map(|m| analyze_host(m, p)).collect()
 }
 
-pub fn analyze_host(m: &HostMatrix, p: &AnalyzeParams) -> HostAnalysis {
+pub fn analyze_host(raw: &HostMatrix, p: &AnalyzeParams) -> HostAnalysis {
+    let folded = fold(raw, &p.families);
+    let m = &folded.matrix;
     let mut out = HostAnalysis {
         host: m.host.clone(),
         summary: HostSummary {
             step_ms: m.step_ms,
-            channels: m.n_channels(),
+            channels: raw.n_channels(),
+            families: folded.families.len(),
+            model_channels: m.n_channels(),
             non_finite_samples: m.non_finite_samples,
             ..HostSummary::default()
         },
@@ -138,7 +150,7 @@ pub fn analyze_host(m: &HostMatrix, p: &AnalyzeParams) -> HostAnalysis {
         regime_changes: Vec::new(),
     };
     let s = &mut out.summary;
-    for c in &m.channels {
+    for c in &raw.channels {
         match c.kind {
             Kind::Dynamic => s.dynamic += 1,
             Kind::Event => s.event += 1,
@@ -259,7 +271,10 @@ pub fn analyze_host(m: &HostMatrix, p: &AnalyzeParams) -> HostAnalysis {
         if flagging.is_empty() {
             continue;
         }
-        let evidence = evidence(&fm, &scored, &x, wi, &flagging, &baseline, p.top_k);
+        let mut evidence = evidence(&fm, &scored, &x, wi, &flagging, &baseline, p.top_k);
+        for e in &mut evidence {
+            name_device(&folded, e, w.start_ms, w.end_ms);
+        }
         out.flagged.push(FlaggedWindow {
             host: m.host.clone(),
             window: w.id,
@@ -394,6 +409,25 @@ fn evidence(
     });
     ev.truncate(top_k.max(1) * 2);
     ev
+}
+
+/// Evidence on a family channel names the device behind it: its channel becomes the device's,
+/// and its claim says where the device stood against its siblings in the window.
+fn name_device(folded: &Folded, e: &mut Evidence, start_ms: i64, end_ms: i64) {
+    let Some(view) = folded.siblings(&e.channel, start_ms, end_ms, e.z >= 0.0) else {
+        return;
+    };
+    let metric = crate::core::claim::parse_channel(&view.channel)
+        .0
+        .to_string();
+    let per_second = folded
+        .members
+        .channels
+        .iter()
+        .find(|c| c.name == view.channel)
+        .is_some_and(|c| c.per_second);
+    e.claim = format!("{}: {}", view.sentence(&metric, per_second), e.claim);
+    e.channel = view.channel;
 }
 
 /// Share of the evidence's contribution per subsystem, largest first; subsystems whose

@@ -15,6 +15,7 @@ use crate::config::{AnalysisConfig, EpisodeConfig};
 use crate::core::detect::DetectorsConfig;
 use crate::core::episodes::tracker::{Event, Tracker, TrackerParams};
 use crate::core::episodes::OpenEpisode;
+use crate::core::families::{fold, FamilyParams};
 use crate::core::features::{least_change, Extractor, Feature, FeatureConfig};
 use crate::core::fit::{fit_with_alerts, Baseline, Fitted};
 use crate::core::matrix::{HostMatrix, Kind, Subsystem};
@@ -48,6 +49,8 @@ pub struct EngineParams {
     /// How thresholds are calibrated: `Trailing` (new windows are out of sample) for the
     /// service; `WholeRun` scores the windows fitted on, as `analyze` does.
     pub calibration: Baseline,
+    /// Device families ([`crate::core::families`]): per-device channels folded.
+    pub families: FamilyParams,
 }
 
 impl EngineParams {
@@ -69,6 +72,7 @@ impl EngineParams {
             episodes: a.episodes,
             detectors: a.detectors.clone(),
             calibration: Baseline::Trailing,
+            families: a.families.params(),
         }
     }
 }
@@ -358,8 +362,9 @@ impl Engine {
             return Vec::new();
         }
         let start = first_end - w.window_ms;
-        let aligned = realign(m, start, until);
-        let plan = match plan_windows(&aligned, &w) {
+        let folded = fold(&realign(m, start, until), &self.params.families);
+        let aligned = &folded.matrix;
+        let plan = match plan_windows(aligned, &w) {
             Ok(p) => p,
             Err(e) => {
                 tracing::warn!(host = %m.host, error = %e, "cannot lay windows");
@@ -378,7 +383,7 @@ impl Engine {
             })
             .collect();
         let t0 = Instant::now();
-        let fm = self.extractor.extract(&aligned, &plan);
+        let fm = self.extractor.extract(aligned, &plan);
         metrics.phase("features", t0.elapsed().as_secs_f64());
         // Learned history counts too: after a start or restart, hosts are compared at once.
         if self.group.is_some() {
@@ -454,6 +459,21 @@ impl Engine {
             let t1 = Instant::now();
             let scorer = host.scorer.get_or_insert_with(|| Scorer::new(w.stride_ms));
             let scored_row = without_left_out(&row, win.end_ms, &mut host.left_out, &host.layout);
+            let window_start = win.end_ms - w.window_ms;
+            let namer = |channel: &str, up: bool| {
+                folded
+                    .siblings(channel, window_start, win.end_ms, up)
+                    .map(|v| {
+                        let (metric, _) = crate::core::claim::parse_channel(&v.channel);
+                        let per_second = folded
+                            .members
+                            .channels
+                            .iter()
+                            .find(|c| c.name == v.channel)
+                            .is_some_and(|c| c.per_second);
+                        (v.channel.clone(), v.sentence(metric, per_second))
+                    })
+            };
             let mut score = score_window(
                 &m.host,
                 win.end_ms,
@@ -461,6 +481,7 @@ impl Engine {
                 fitted,
                 scorer,
                 &host.layout,
+                &namer,
             );
             metrics.phase("score", t1.elapsed().as_secs_f64());
             let flagged = score.agreement >= self.params.episodes.min_agreement;

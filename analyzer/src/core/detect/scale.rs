@@ -283,6 +283,13 @@ fn bulk_spread(values: &mut [f64], buf: &mut [f64], col: ArrayView1<f64>) -> (f6
     if mad.max(up).max(down).is_nan() || mad.max(up).max(down) <= 0.0 {
         return (med, 0.0, 0.0); // never moved: constant, left out by the caller
     }
+    // A column that left its level once only — an error counter at zero but for one burst —
+    // has no known move: in `analyze` that one move is the event itself, and scaled by it,
+    // a link's first errors read as 1σ. It is constant, scored with its least scale
+    // (`Floor::keeps_constant`) where it has one.
+    if up <= 0.0 && down <= 0.0 && excursions(col, med) == 1 {
+        return (med, 0.0, 0.0);
+    }
     let level = LEVEL_RESOLUTION * med.abs();
     (med, mad.max(up).max(level), mad.max(down).max(level))
 }
@@ -301,6 +308,20 @@ fn quantile_by_selection(v: &mut [f64], q: f64) -> f64 {
         .min_by(f64::total_cmp)
         .unwrap_or(below);
     below + (next - below) * f
+}
+
+/// Runs of consecutive finite values of `col` away from `level`.
+fn excursions(col: ArrayView1<f64>, level: f64) -> usize {
+    let mut runs = 0;
+    let mut inside = false;
+    for &v in col.iter() {
+        let away = v.is_finite() && v != level;
+        if away && !inside {
+            runs += 1;
+        }
+        inside = away;
+    }
+    runs
 }
 
 /// Separate excursions a level must have reached to count as routine (`Scaling::Bulk`).
@@ -588,5 +609,29 @@ mod tests {
             Scaler::fit(x.view(), Scaling::Robust).unwrap_err(),
             DetectError::NoUsableFeature { total: 2 }
         );
+    }
+
+    #[test]
+    fn a_column_that_moved_once_is_scaled_by_its_floor_not_by_that_move() {
+        // 1,000 windows of an error count at zero, one burst of 15 windows at 60: the burst
+        // is the only move, so it is not "a move known to happen" (z would be 3).
+        let mut v = vec![0.0; 1000];
+        v[500..515].iter_mut().for_each(|x| *x = 60.0);
+        let x = ndarray::Array2::from_shape_vec((1000, 1), v.clone()).unwrap();
+        let floor = [Floor {
+            scale: 1.0,
+            keeps_constant: true,
+        }];
+        let s = Scaler::fit_floored(x.view(), Scaling::Bulk, Some(&floor)).unwrap();
+        assert!(s.z(0, 60.0) > 20.0, "{}", s.z(0, 60.0));
+        // Without a floor it stays out, as a constant column does.
+        assert!(Scaler::fit_floored(x.view(), Scaling::Bulk, None).is_err());
+        // Three bursts are routine: scaled by their typical move.
+        for start in [100, 300] {
+            v[start..start + 15].iter_mut().for_each(|x| *x = 60.0);
+        }
+        let x = ndarray::Array2::from_shape_vec((1000, 1), v).unwrap();
+        let s = Scaler::fit_floored(x.view(), Scaling::Bulk, Some(&floor)).unwrap();
+        assert!(s.z(0, 60.0) <= 3.0 + 1e-9, "{}", s.z(0, 60.0));
     }
 }

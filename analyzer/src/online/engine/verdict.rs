@@ -47,6 +47,7 @@ pub(super) fn score_window(
     f: &Fitted,
     scorer: &mut Scorer,
     layout: &[Col],
+    namer: &dyn Fn(&str, bool) -> Option<(String, String)>,
 ) -> WindowScore {
     // Columns born after the fit are not in the model until the next refit.
     let x = Array1::from_iter((0..f.width).map(|j| row.get(j).copied().unwrap_or(f64::NAN)));
@@ -97,27 +98,37 @@ pub(super) fn score_window(
     // Evidence that several detectors cite leads: one detector's flag on one feature (a
     // heavy-tailed statistic of a near-idle channel) does not speak for the window.
     pairs.sort_by(|a, b| b.1.cmp(&a.1).then(b.2.total_cmp(&a.2)));
-    let ranked: Vec<(String, String, &Col, f64)> = pairs
+    // Evidence on a device family's channel names the device behind it
+    // (`crate::core::families`), and its hint is the device's.
+    let ranked: Vec<(String, String, &Col, f64, Option<String>)> = pairs
         .iter()
         .filter_map(|(j, _, _, z)| {
-            layout
-                .get(*j)
-                .map(|c| (c.subsystem.as_str().to_string(), claim(c, *z), c, *z))
+            layout.get(*j).map(|c| {
+                let (text, device) = match namer(&c.channel, *z >= 0.0) {
+                    Some((device, sentence)) => (
+                        format!("{device} ({}): {sentence}; {}", c.subsystem, plain(c, *z)),
+                        Some(device),
+                    ),
+                    None => (claim(c, *z), None),
+                };
+                (c.subsystem.as_str().to_string(), text, c, *z, device)
+            })
         })
         .collect();
     let claims: Vec<String> = ranked
         .iter()
         .take(TOP_CHANNELS)
-        .map(|(_, c, _, _)| c.clone())
+        .map(|(_, c, _, _, _)| c.clone())
         .collect();
     // The strongest claim of each subsystem, for alerts that name one subsystem each, and
     // the remediation hint of that evidence where the table has one.
     let mut by_subsystem: Vec<(String, String)> = Vec::new();
     let mut hints: Vec<(String, String)> = Vec::new();
-    for (sub, c, col, z) in ranked {
+    for (sub, c, col, z, device) in ranked {
         if !by_subsystem.iter().any(|(s, _)| *s == sub) {
             let up = level_moved_up(col, z, x.view(), f, layout);
-            if let Some(h) = crate::core::hints::hint(&sub, &col.channel, up) {
+            let channel = device.as_deref().unwrap_or(&col.channel);
+            if let Some(h) = crate::core::hints::hint(&sub, channel, up) {
                 hints.push((sub.clone(), h));
             }
             by_subsystem.push((sub, c));
@@ -140,11 +151,16 @@ pub(super) fn score_window(
 
 /// "reveal_cpu_time_seconds_total{cpu="0",mode="user"}: mean level higher than its baseline (z = 6.1)".
 fn claim(c: &Col, z: f64) -> String {
+    format!("{} ({}): {}", c.channel, c.subsystem, plain(c, z))
+}
+
+/// "mean level higher than its baseline (z = 6.1)"; for a family channel, which view of the
+/// family it is first ("one device apart from the others: mean level …").
+fn plain(c: &Col, z: f64) -> String {
     let dir = if z >= 0.0 { "higher" } else { "lower" };
-    format!(
-        "{} ({}): {} {dir} than its baseline (z = {z:.1})",
-        c.channel,
-        c.subsystem,
-        c.feature.meaning()
-    )
+    let what = match crate::core::families::family_stat(&c.channel) {
+        Some((_, stat)) => format!("{}, {}", stat.describe(), c.feature.meaning()),
+        None => c.feature.meaning().to_string(),
+    };
+    format!("{what} {dir} than its baseline (z = {z:.1})")
 }

@@ -75,6 +75,7 @@ fn params() -> EngineParams {
         episodes: crate::config::EpisodeConfig::default(),
         detectors: None,
         calibration: Baseline::Trailing,
+        families: Default::default(),
     }
 }
 
