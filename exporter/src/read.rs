@@ -50,16 +50,37 @@ impl KeptFile {
         &self.path
     }
 
+    fn open(&self) -> Result<&File, CollectError> {
+        match self.file.get() {
+            Some(f) => Ok(f),
+            None => {
+                let f = File::open(&self.path).map_err(|e| CollectError::io(&self.path, e))?;
+                Ok(self.file.get_or_init(|| f))
+            }
+        }
+    }
+
+    /// Reads the whole file from offset 0 into `buf` as bytes, reusing its allocation, and
+    /// returns where its bytes start: they are `buf[start..]`. For a parser that checks its
+    /// own input, so that megabytes of digits (`/proc/interrupts` on a wide host) are not
+    /// validated as UTF-8 first, and a stray byte in one device name does not fail the file.
+    ///
+    /// The start is chosen by [`copy_friendly_start`] (from the second read on, when the
+    /// buffer no longer grows): a buffer this large is one that malloc maps on its own, 16
+    /// bytes past a page boundary.
+    pub fn read_bytes_into(&self, buf: &mut Vec<u8>) -> Result<usize, CollectError> {
+        let file = self.open()?;
+        buf.clear();
+        buf.reserve(8192);
+        let start = copy_friendly_start(buf.as_ptr());
+        read_all_at_from(file, buf, start).map_err(|e| CollectError::io(&self.path, e))?;
+        Ok(start)
+    }
+
     /// Reads the whole file from offset 0 into `buf` (cleared first), reusing its allocation.
     pub fn read_into(&self, buf: &mut String) -> Result<(), CollectError> {
         buf.clear();
-        let file = match self.file.get() {
-            Some(f) => f,
-            None => {
-                let f = File::open(&self.path).map_err(|e| CollectError::io(&self.path, e))?;
-                self.file.get_or_init(|| f)
-            }
-        };
+        let file = self.open()?;
         let mut bytes = std::mem::take(buf).into_bytes();
         if let Err(e) = read_all_at(file, &mut bytes) {
             bytes_back(buf, bytes);
@@ -95,17 +116,38 @@ fn bytes_back(buf: &mut String, mut bytes: Vec<u8>) {
     *buf = String::from_utf8(bytes).unwrap_or_default();
 }
 
+/// Where in a buffer at `ptr` to have the kernel copy a file's bytes: not 1 to 63 bytes past
+/// a 4 KiB page boundary. The kernel copies to user memory with `rep movsb`, which on CPUs
+/// with fast short `rep movsb` (AMD Zen among them) runs about ten times slower when the
+/// destination is a few bytes past the source modulo 4 KiB; a file's page-cache pages start
+/// on a page boundary, and a buffer over malloc's mmap threshold (128 KiB) starts 16 bytes
+/// past one. Measured on the development VM (AMD EPYC) for a 1.3 MB file: 0.55–0.87 ms to a
+/// destination 8 or 16 bytes past a page boundary, 0.07–0.09 ms 32 bytes past or more.
+fn copy_friendly_start(ptr: *const u8) -> usize {
+    let off = ptr as usize % 4096;
+    if off > 0 && off < 64 {
+        64 - off
+    } else {
+        0
+    }
+}
+
 /// Reads `f` from offset 0 to its end into `v`, growing it as needed.
 fn read_all_at(f: &File, v: &mut Vec<u8>) -> std::io::Result<()> {
+    read_all_at_from(f, v, 0)
+}
+
+/// Reads `f` from offset 0 to its end into `v[start..]` (`v[..start]` is zeros).
+fn read_all_at_from(f: &File, v: &mut Vec<u8>, start: usize) -> std::io::Result<()> {
     // Zeroing the spare capacity (a few KiB) is cheaper than any syscall it sits beside.
     v.clear();
-    v.resize(v.capacity().max(8192), 0);
-    let mut len = 0;
+    v.resize(v.capacity().max(8192).max(start + 1), 0);
+    let mut len = start;
     loop {
         if len == v.len() {
             v.resize(v.len() * 2, 0);
         }
-        match f.read_at(&mut v[len..], len as u64) {
+        match f.read_at(&mut v[len..], (len - start) as u64) {
             Ok(0) => break,
             Ok(n) => len += n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
@@ -212,6 +254,35 @@ mod tests {
                 .lines()
                 .count()
         );
+    }
+
+    #[test]
+    fn kept_file_reads_bytes_past_the_copy_unfriendly_offsets() {
+        let dir = std::env::temp_dir().join(format!("reveal-kept-bytes-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("big");
+        // Over malloc's mmap threshold once grown, and not UTF-8.
+        let mut text: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+        text.push(0xff);
+        std::fs::write(&path, &text).unwrap();
+        let kept = KeptFile::new(path.clone());
+        let mut buf = Vec::new();
+        // The first read grows the buffer, which moves it; the next ones start where chosen.
+        let start = kept.read_bytes_into(&mut buf).unwrap();
+        assert_eq!(&buf[start..], &text[..]);
+        for _ in 0..3 {
+            let start = kept.read_bytes_into(&mut buf).unwrap();
+            assert_eq!(&buf[start..], &text[..]);
+            let off = (buf.as_ptr() as usize + start) % 4096;
+            assert!(off == 0 || off >= 64, "{off}");
+        }
+        std::fs::write(&path, b"short").unwrap();
+        let start = kept.read_bytes_into(&mut buf).unwrap();
+        assert_eq!(&buf[start..], b"short");
+        for (off, start) in [(0, 0), (16, 48), (63, 1), (64, 0), (4095, 0)] {
+            assert_eq!(copy_friendly_start((4096 * 7 + off) as *const u8), start);
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -42,6 +42,14 @@ pub(super) static METRICS: &[Metric] = &[
         labels: &["irq", "device"],
     },
     Metric {
+        name: "reveal_cpu_irq_lines",
+        labels: &[],
+    },
+    Metric {
+        name: "reveal_cpu_irq_lines_skipped_total",
+        labels: &[],
+    },
+    Metric {
         name: "reveal_cpu_softirqs_total",
         labels: &["cpu", "type"],
     },
