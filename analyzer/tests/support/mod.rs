@@ -8,6 +8,7 @@
 #![allow(dead_code)]
 
 pub mod trace;
+pub mod wide_host;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

@@ -30,20 +30,37 @@ pub struct Fault {
     pub start_ms: i64,
     pub end_ms: i64,
     pub subsystem: Subsystem,
-    /// A string the finding's claims must hold to name the device ("" when the fault is on
-    /// every device).
-    pub device: &'static str,
+    /// Strings of which the finding's claims must hold one to name the device (none when the
+    /// fault is on every device): the device's name in a sentence, or its label.
+    pub device: &'static [&'static str],
 }
 
 /// The faults, each `len_s` long, the first at `first_s`, one every `every_s`.
 pub fn faults(t0: i64, first_s: i64, every_s: i64, len_s: i64) -> Vec<Fault> {
-    let kinds: [(&str, Subsystem, &str); 6] = [
-        ("gpu5_throttled", Subsystem::Gpu, "gpu 5"),
-        ("irqs_on_4_cpus", Subsystem::Cpu, "cpu "),
-        ("nvme3n1_slow", Subsystem::Storage, "nvme3n1"),
-        ("ib_mlx5_2_errors", Subsystem::Network, "mlx5_2"),
-        ("numa_node1_remote", Subsystem::Memory, "node 1"),
-        ("cpu_saturation", Subsystem::Cpu, ""),
+    let kinds: [(&str, Subsystem, &[&str]); 6] = [
+        ("gpu5_throttled", Subsystem::Gpu, &["gpu 5", "gpu=\"5\""]),
+        (
+            "irqs_on_4_cpus",
+            Subsystem::Cpu,
+            &[
+                "cpu 0 ",
+                "cpu 1 ",
+                "cpu 2 ",
+                "cpu 3 ",
+                "cpu=\"0\"",
+                "cpu=\"1\"",
+                "cpu=\"2\"",
+                "cpu=\"3\"",
+            ],
+        ),
+        ("nvme3n1_slow", Subsystem::Storage, &["nvme3n1"]),
+        ("ib_mlx5_2_errors", Subsystem::Network, &["mlx5_2"]),
+        (
+            "numa_node1_remote",
+            Subsystem::Memory,
+            &["node 1", "node=\"1\""],
+        ),
+        ("cpu_saturation", Subsystem::Cpu, &[]),
     ];
     kinds
         .iter()
@@ -125,6 +142,15 @@ pub fn host(name: &str, t0: i64, secs: i64, faults: &[Fault], seed: u64) -> Host
         ] {
             channels.push(channel(gpu(g, m), Subsystem::Gpu, Kind::Dynamic, res));
         }
+        // A flag, as the default metric set reads it: an event channel at zero.
+        let mut flag = channel(
+            gpu(g, "reveal_gpu_throttle_reason").replace('}', ",reason=\"hw_thermal_slowdown\"}"),
+            Subsystem::Gpu,
+            Kind::Event,
+            0.0,
+        );
+        flag.per_second = false;
+        channels.push(flag);
     }
     for d in 0..DISKS {
         for (m, res) in [
@@ -274,6 +300,7 @@ pub fn host(name: &str, t0: i64, secs: i64, faults: &[Fault], seed: u64) -> Host
             for v in [util.clamp(0.0, 1.0), power, clock, mem] {
                 put(v, &mut values);
             }
+            put(if throttle && g == 5 { 1.0 } else { 0.0 }, &mut values);
         }
         for d in 0..DISKS {
             let (read, busy) = if shard_read {
@@ -384,18 +411,22 @@ pub fn judge(faults: &[Fault], flags: &[Flag], opened: &[(i64, String)]) -> Vec<
                 found: !mine.is_empty(),
                 subsystem_right: top.as_deref() == Some(f.subsystem.as_str()),
                 device_named: !mine.is_empty()
-                    && (f.device.is_empty() || mine.iter().any(|w| w.claims.contains(f.device))),
+                    && (f.device.is_empty() || mine.iter().any(|w| names(w, f))),
                 alert_s: opened
                     .iter()
                     .find(|(t, _)| *t >= f.start_ms && *t <= f.end_ms + 10_000)
                     .map(|(t, _)| (*t - f.start_ms) as f64 / 1000.0),
                 claim: mine
                     .iter()
-                    .find(|w| f.device.is_empty() || w.claims.contains(f.device))
+                    .find(|w| f.device.is_empty() || names(w, f))
                     .or(mine.first())
                     .map(|w| w.claims.clone())
                     .unwrap_or_default(),
             }
         })
         .collect()
+}
+
+fn names(w: &Flag, f: &Fault) -> bool {
+    f.device.iter().any(|d| w.claims.contains(d))
 }

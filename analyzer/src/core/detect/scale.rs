@@ -130,6 +130,20 @@ impl Scaler {
                 Scaling::Bulk => bulk_spread(&mut scratch, &mut buf, col),
             };
             let floor = floors.map_or(Floor::default(), |f| f[j]);
+            // Left its level once only (`bulk_spread`).
+            let (s, lo) = if lo.is_nan() {
+                if floor.keeps_constant && floor.scale > 0.0 {
+                    (0.0, 0.0)
+                } else {
+                    scratch.clear();
+                    scratch.extend(col.iter().copied().filter(|v| v.is_finite()));
+                    let (_, s) = median_spread(&mut scratch);
+                    let s = s.max(LEVEL_RESOLUTION * c.abs());
+                    (s, s)
+                }
+            } else {
+                (s, lo)
+            };
             let moved = s > RELATIVE_NOISE * c.abs();
             let (s, lo) = if floor.scale > 0.0
                 && floor.scale.is_finite()
@@ -285,10 +299,11 @@ fn bulk_spread(values: &mut [f64], buf: &mut [f64], col: ArrayView1<f64>) -> (f6
     }
     // A column that left its level once only — an error counter at zero but for one burst —
     // has no known move: in `analyze` that one move is the event itself, and scaled by it,
-    // a link's first errors read as 1σ. It is constant, scored with its least scale
-    // (`Floor::keeps_constant`) where it has one.
+    // a link's first errors read as 1σ. Marked by a NaN lower scale: the caller scores it
+    // with its least scale where it keeps constant columns (`Floor::keeps_constant`: event
+    // channels), and otherwise by that one move, as before.
     if up <= 0.0 && down <= 0.0 && excursions(col, med) == 1 {
-        return (med, 0.0, 0.0);
+        return (med, 0.0, f64::NAN);
     }
     let level = LEVEL_RESOLUTION * med.abs();
     (med, mad.max(up).max(level), mad.max(down).max(level))
@@ -624,8 +639,10 @@ mod tests {
         }];
         let s = Scaler::fit_floored(x.view(), Scaling::Bulk, Some(&floor)).unwrap();
         assert!(s.z(0, 60.0) > 20.0, "{}", s.z(0, 60.0));
-        // Without a floor it stays out, as a constant column does.
-        assert!(Scaler::fit_floored(x.view(), Scaling::Bulk, None).is_err());
+        // A column that keeps no constant (a dynamic channel) is scaled by that move, as
+        // before: left out, it would hide the next.
+        let s = Scaler::fit_floored(x.view(), Scaling::Bulk, None).unwrap();
+        assert!((s.z(0, 60.0) - 3.0).abs() < 1e-9, "{}", s.z(0, 60.0));
         // Three bursts are routine: scaled by their typical move.
         for start in [100, 300] {
             v[start..start + 15].iter_mut().for_each(|x| *x = 60.0);

@@ -33,11 +33,9 @@ pub fn floors_for(kinds: &[Kind], least: &[f64]) -> Floors {
                     keeps_constant: true,
                 }
             } else {
-                // A column with a known least change is scored from its first move, as an
-                // event's is: a throttle flag, a count of blocked tasks at zero all baseline.
                 Floor {
                     scale: least,
-                    keeps_constant: least > 0.0,
+                    keeps_constant: false,
                 }
             }
         })
@@ -228,7 +226,7 @@ mod tests {
     }
 
     #[test]
-    fn an_event_column_keeps_its_first_event_and_a_column_with_a_resolution_its_first_move() {
+    fn an_event_column_keeps_its_first_event_and_others_only_their_resolution() {
         let floors = floors_for(&[Kind::Event, Kind::Dynamic, Kind::Dynamic], &[0.0, 4096.0]);
         assert_eq!(
             floors[..],
@@ -239,7 +237,7 @@ mod tests {
                 },
                 Floor {
                     scale: 4096.0,
-                    keeps_constant: true
+                    keeps_constant: false
                 },
                 Floor::default(),
             ]
