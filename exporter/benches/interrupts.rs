@@ -21,6 +21,7 @@ use reveal_exporter::error::CollectError;
 use reveal_exporter::read::KeptFile;
 use reveal_exporter::runner::{Format, Runner};
 use reveal_exporter::scrape::Scrape;
+use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -116,7 +117,7 @@ fn main() {
     let kept = KeptFile::new(file.clone());
     let mut buf = String::new();
     rows.push(measure(
-        "read the file as the collector does (kept open, pread)",
+        "read the file into a String, kept open (KeptFile::read_into)",
         n,
         || {
             black_box(kept.read_into(&mut buf).is_ok());
@@ -153,15 +154,31 @@ fn main() {
         )))));
     }
     let mut page_series = 0;
+    let mut durations: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     rows.push(measure(
         "full scrape, default collectors less perf and msr (OpenMetrics)",
         n,
         || {
             let page = runner.render_as(Format::OpenMetrics);
-            page_series = page
-                .lines()
-                .filter(|l| !l.starts_with('#') && !l.is_empty())
-                .count();
+            page_series = 0;
+            for line in page.lines() {
+                if line.starts_with('#') || line.is_empty() {
+                    continue;
+                }
+                page_series += 1;
+                // The runner's own measure of each collector's update.
+                if let Some(rest) =
+                    line.strip_prefix("reveal_exporter_collector_duration_seconds{collector=\"")
+                {
+                    let (name, value) = rest.split_once('"').unwrap_or(("?", ""));
+                    let v: f64 = value
+                        .rsplit(' ')
+                        .next()
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or(f64::NAN);
+                    durations.entry(name.to_string()).or_default().push(v * 1e3);
+                }
+            }
             black_box(page);
         },
     ));
@@ -188,6 +205,25 @@ fn main() {
     println!(
         "\ninterrupts collector: last update {}, {series} series; full scrape: {page_series} series\n",
         if last_ok { "succeeded" } else { "FAILED" }
+    );
+    let mut medians: Vec<(f64, &String)> = durations
+        .iter()
+        .map(|(name, v)| {
+            let mut v = v.clone();
+            v.sort_by(f64::total_cmp);
+            (v[v.len() / 2], name)
+        })
+        .collect();
+    medians.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let total: f64 = medians.iter().map(|m| m.0).sum();
+    let shown: Vec<String> = medians
+        .iter()
+        .map(|(ms, name)| format!("{name} {ms:.3}"))
+        .collect();
+    println!(
+        "full scrape, each collector's update (median ms; {total:.3} in all, the rest is \
+         encoding): {}\n",
+        shown.join(", ")
     );
 }
 
