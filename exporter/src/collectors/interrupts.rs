@@ -113,8 +113,18 @@ pub static METRICS: &[&Desc] = &[&CPU_INTERRUPTS, &LINE_INTERRUPTS, &LINES, &LIN
 const MAX_CPU: u32 = 65_535;
 
 /// Most IRQ lines the collector keeps state for; further lines are skipped and counted. A big
-/// host has a few thousand; the state costs 8 bytes per line and CPU number.
+/// host has a few thousand; the state costs 8 bytes per line and CPU.
 pub const MAX_LINES: usize = 16_384;
+
+/// Most counts kept (lines × CPUs seen), 64 MiB of state: 4,096 lines on a 2,048-CPU host.
+/// Lines past it are skipped and counted, as past [`MAX_LINES`].
+pub const MAX_CELLS: usize = 1 << 23;
+
+/// Most different CPU numbers the collector keeps sums for (Linux's `NR_CPUS` is at most 8192):
+/// a file whose header would go past it fails the update.
+const MAX_SLOTS: usize = 8192;
+
+const NO_SLOT: u32 = u32::MAX;
 
 /// Why a line of the body was left out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,7 +137,7 @@ pub enum Problem {
     /// line is always per CPU): the CPU set changed while the file was printed, or a layout
     /// this parser does not know. Holds the number of counts found (up to one past the header).
     Columns(usize),
-    /// Beyond [`MAX_LINES`].
+    /// Beyond [`MAX_LINES`] or [`MAX_CELLS`].
     TooMany,
 }
 
@@ -567,12 +577,19 @@ pub struct InterruptsCollector {
     top: usize,
     /// In the order of the file's lines at the last scrape, so lookups are positional.
     lines: Vec<LineState>,
-    /// Unwrapped interrupt count per CPU number (kept for offline CPUs, which may return).
+    /// Unwrapped interrupt count per CPU slot (kept for offline CPUs, which may return).
     per_cpu: Vec<u64>,
-    /// The header's CPU numbers, and one line's counts: scratch reused across scrapes.
+    /// The slot of each CPU number seen so far (`NO_SLOT` for the others): slots are given in
+    /// the order CPUs are first seen, so the state is as wide as the CPUs a host has, not as
+    /// its largest CPU number.
+    slot_of: Vec<u32>,
+    /// The last header's CPU numbers and their slots, and one line's counts: scratch reused
+    /// across scrapes.
     cpus: Vec<u32>,
+    slots: Vec<u32>,
     counts: Vec<u64>,
-    /// Whether the header's CPUs are 0, 1, 2, … with none missing.
+    /// Whether the last header's slots are 0, 1, 2, … (its CPUs are the first ones seen, in
+    /// order: every CPU online, or none back from offline).
     contiguous: bool,
     /// Scratch for choosing the top lines, reused across scrapes.
     order: Vec<usize>,
@@ -610,6 +627,8 @@ impl InterruptsCollector {
             top: s.interrupts.top,
             lines: Vec::new(),
             per_cpu: Vec::new(),
+            slot_of: Vec::new(),
+            slots: Vec::new(),
             cpus: Vec::new(),
             counts: Vec::new(),
             contiguous: false,
@@ -629,12 +648,8 @@ impl InterruptsCollector {
         }
         let header_end = line_end(b, 0);
         parse_header(&b[..header_end], &mut self.cpus)?;
+        self.slot_cpus()?;
         let ncpu = self.cpus.len();
-        let width = self.cpus.iter().copied().max().unwrap_or(0) as usize + 1;
-        self.contiguous = self.cpus.iter().enumerate().all(|(i, &c)| c as usize == i);
-        if self.per_cpu.len() < width {
-            self.per_cpu.resize(width, 0);
-        }
         let mut m = Matcher {
             pos: 0,
             by_name: None,
@@ -650,7 +665,7 @@ impl InterruptsCollector {
             let (irq, problem, placed) = match body {
                 Body::Blank => continue,
                 Body::Skip { irq, problem } => (irq, problem, false),
-                Body::Line(l) if self.placed(&m) >= MAX_LINES => {
+                Body::Line(l) if !self.room_for_one_more(&m) => {
                     (Some(l.irq), Problem::TooMany, false)
                 }
                 Body::Line(l) => {
@@ -689,13 +704,50 @@ impl InterruptsCollector {
         Ok(())
     }
 
-    /// How many states this scrape has placed so far.
-    fn placed(&self, m: &Matcher) -> usize {
-        if m.by_name.is_some() {
+    /// The slot of each of the header's CPUs, giving new CPUs the next ones.
+    fn slot_cpus(&mut self) -> Result<(), ParseError> {
+        self.slots.clear();
+        for &cpu in &self.cpus {
+            let cpu = cpu as usize;
+            if self.slot_of.len() <= cpu {
+                self.slot_of.resize(cpu + 1, NO_SLOT);
+            }
+            if self.slot_of[cpu] == NO_SLOT {
+                if self.per_cpu.len() >= MAX_SLOTS {
+                    let msg = format!("more than {MAX_SLOTS} different CPUs since the start");
+                    return Err(ParseError::new(1, msg));
+                }
+                self.slot_of[cpu] = self.per_cpu.len() as u32;
+                self.per_cpu.push(0);
+            }
+            self.slots.push(self.slot_of[cpu]);
+        }
+        self.contiguous = self.slots.iter().enumerate().all(|(i, &s)| s as usize == i);
+        Ok(())
+    }
+
+    /// Pushes the per-CPU sums of the last header's CPUs.
+    fn push_cpus(&self, out: &mut Scrape) {
+        for (&cpu, &slot) in self.cpus.iter().zip(&self.slots) {
+            let mut b = [0; 20];
+            let label = index_str(u64::from(cpu), &mut b);
+            out.push_values(
+                &CPU_INTERRUPTS,
+                &[label],
+                self.per_cpu[slot as usize] as f64,
+            );
+        }
+    }
+
+    /// Whether a line may have state: within [`MAX_LINES`] lines, and [`MAX_CELLS`] counts
+    /// kept for them (a line keeps one per CPU slot).
+    fn room_for_one_more(&self, m: &Matcher) -> bool {
+        let placed = if m.by_name.is_some() {
             self.lines.len()
         } else {
             m.pos
-        }
+        };
+        placed < MAX_LINES && (placed + 1) * self.per_cpu.len().max(1) <= MAX_CELLS
     }
 
     /// Keeps the state of a line that this scrape leaves out, in its place.
@@ -769,8 +821,8 @@ impl InterruptsCollector {
                     }
                 }
             } else {
-                for (&cpu, &cur) in self.cpus.iter().zip(counts) {
-                    let slot = cpu as usize;
+                for (&slot, &cur) in self.slots.iter().zip(counts) {
+                    let slot = slot as usize;
                     let d = delta(st.prev[slot], cur);
                     st.prev[slot] = cur;
                     total = total.saturating_add(d);
@@ -831,11 +883,7 @@ impl Collector for InterruptsCollector {
             res?;
             self.last_read = Some(now);
         }
-        for &cpu in &self.cpus {
-            let mut b = [0; 20];
-            let label = index_str(u64::from(cpu), &mut b);
-            out.push_values(&CPU_INTERRUPTS, &[label], self.per_cpu[cpu as usize] as f64);
-        }
+        self.push_cpus(out);
         self.push_top(out);
         out.push_values(&LINES, &[], self.summed as f64);
         out.push_values(&LINES_SKIPPED, &[], self.skipped as f64);
@@ -1107,6 +1155,45 @@ Err:          0\n";
         c.account(text.as_bytes()).unwrap();
         assert_eq!((c.summed, c.skipped), (MAX_LINES, 20));
         assert_eq!(c.per_cpu, [MAX_LINES as u64]);
+    }
+
+    #[test]
+    fn state_is_as_wide_as_the_cpus_seen_not_the_largest_number() {
+        let mut c = collector(2);
+        c.account(b"  CPU0 CPU65535\n 1: 1 2 dev\n 2: 3 4 dev\n")
+            .unwrap();
+        assert_eq!(c.per_cpu, [4, 6]);
+        assert!(c.lines.iter().all(|l| l.prev.len() == 2));
+        // A header that would bring the CPUs seen past the bound fails, and changes no sum.
+        let mut text = String::new();
+        for cpu in 1..=MAX_SLOTS {
+            text.push_str(&format!(" CPU{cpu}"));
+        }
+        text.push_str("\n 1:");
+        text.push_str(&" 1".repeat(MAX_SLOTS));
+        text.push_str(" dev\n");
+        let err = c.account(text.as_bytes()).unwrap_err();
+        assert!(err.msg.contains("different CPUs"), "{err:?}");
+        assert_eq!(&c.per_cpu[..2], [4, 6]);
+        assert!(c.per_cpu[2..].iter().all(|&v| v == 0));
+    }
+
+    #[test]
+    fn counts_kept_are_bounded() {
+        let mut c = collector(2);
+        let ncpu = 4096;
+        let mut text = String::new();
+        for cpu in 0..ncpu {
+            text.push_str(&format!(" CPU{cpu}"));
+        }
+        text.push('\n');
+        let lines = MAX_CELLS / ncpu + 3;
+        for i in 0..lines {
+            text.push_str(&format!("{i}:{} dev\n", " 0".repeat(ncpu)));
+        }
+        c.account(text.as_bytes()).unwrap();
+        assert_eq!((c.summed, c.skipped), (MAX_CELLS / ncpu, 3));
+        assert_eq!(c.lines.len(), MAX_CELLS / ncpu);
     }
 
     #[test]
@@ -1383,11 +1470,7 @@ Err:          0\n";
                 let text = random_file(&cpus, lines, step as u64, *race);
                 let mut out = Scrape::new();
                 if c.account(text.as_bytes()).is_ok() {
-                    for &cpu in &c.cpus {
-                        let mut b = [0; 20];
-                        let label = index_str(u64::from(cpu), &mut b);
-                        out.push_values(&CPU_INTERRUPTS, &[label], c.per_cpu[cpu as usize] as f64);
-                    }
+                    c.push_cpus(&mut out);
                     c.push_top(&mut out);
                     prop_assert!(out.sample_count() <= cpus.len() + 5);
                 }
