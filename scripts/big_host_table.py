@@ -3,6 +3,7 @@
 
     scripts/big_host_table.py [--scrapes 200] [--baseline 30m] [--passes 40] [--out DIR]
                               [--selection FILE] [--metric-set FILE] [--no-build]
+                              [--compare-families]
 
 Generates a fixture root of a 2-socket, 96-CPU host with 2 NUMA nodes, 8 NVMe disks, 4
 InfiniBand ports and 8 GPUs (scripts/big_host_fixture.py) into a temporary directory, and
@@ -165,15 +166,41 @@ def with_cpu_counters(page, cpus):
     return page.replace("# EOF\n", "") + "\n".join(lines) + "\n"
 
 
-def analyze(label, page, args, out):
+def analyze(label, page, args, out, analysis_extra=""):
     d = os.path.join(out, label)
     os.makedirs(d, exist_ok=True)
     template = os.path.join(d, "template.prom")
     with open(template, "w") as f:
         f.write(page)
     ns = argparse.Namespace(baseline=args.baseline, passes=args.passes, template=template, compare=False,
-                            compare_fit=False, refit_every=None, metric_set=os.path.join(out, "analyzer.yml"))
+                            compare_fit=False, refit_every=None, metric_set=os.path.join(out, "analyzer.yml"),
+                            analysis_extra=analysis_extra)
     return scale_bench.run_one(ns, 1, d)[0]
+
+
+# Device families off: every per-device channel in the host's model, as before families.
+FAMILIES_OFF = "  families:\n    min_devices: 0\n"
+
+
+def families_table(hosts):
+    """The analyzer's cost with device families off and on, per host, from one run."""
+    def cells(a):
+        return ["%d / %d" % (a["channels_per_host"], a["features_per_host"]),
+                "%.0f / %.0f" % (1e3 * a["pass_wall_p50_s"], 1e3 * a["pass_wall_p99_s"]),
+                "%.0f / %.0f" % (1e3 * a["fetch_mean_s"], 1e3 * a["engine_mean_s"]),
+                "%.0f" % (1e3 * a["cpu_s_per_pass"]),
+                "%.2f" % a["fit_s"],
+                "%.0f" % a["mb_per_host"]]
+    names = ["channels / feature columns", "pass wall p50 / p99 ms (target ≤ 50)",
+             "of it, mean: fetch / engine ms", "analyzer CPU per pass, ms", "fit, s (target ≤ 5)",
+             "analyzer memory for the host, MB (target ≤ 50)"]
+    head = "| | " + " | ".join("%s: families off → on" % k for k in hosts) + " |\n"
+    head += "| --- |" + " --- |" * len(hosts) + "\n"
+    rows = []
+    for i, n in enumerate(names):
+        rows.append("| %s | %s |" % (n, " | ".join(
+            "%s → %s" % (cells(h["analyzer_off"])[i], cells(h["analyzer"])[i]) for h in hosts.values())))
+    return head + "\n".join(rows) + "\n"
 
 
 def table(hosts, selection, metric_set, entries):
@@ -234,6 +261,9 @@ def main():
                          "for the generated one)")
     ap.add_argument("--out", default=None)
     ap.add_argument("--no-build", action="store_true")
+    ap.add_argument("--compare-families", action="store_true",
+                    help="also run each host's analyzer with device families off (analysis.families."
+                         "min_devices: 0) and print both, side by side")
     args = ap.parse_args()
     if not args.no_build:
         build()
@@ -273,7 +303,12 @@ def main():
             page = with_cpu_counters(page, h["shape"]["cpus"])
         print("%s: analyzer over %s of baseline ..." % (label, args.baseline), flush=True)
         h["analyzer"] = analyze(label, page, args, out)
+        if args.compare_families:
+            print("%s: analyzer with device families off ..." % label, flush=True)
+            h["analyzer_off"] = analyze(label + "-families-off", page, args, out, FAMILIES_OFF)
     text = table(hosts, selection, args.metric_set, entries)
+    if args.compare_families:
+        text += "\n" + families_table(hosts)
     for h in hosts.values():
         for k in ("exporter", "selected"):
             h[k].pop("page")

@@ -116,6 +116,8 @@ def run_one(args, n, out):
         text += "\nanalysis:\n  baseline: %s\n  warmup: %s\n" % (args.baseline, args.baseline)
         if args.refit_every:
             text += "  refit_every: %s\n" % args.refit_every
+        # More `analysis:` keys, indented as that section's (big_host_table.py --compare-families).
+        text += getattr(args, "analysis_extra", "") or ""
         with open(config, "w") as f:
             f.write(text)
         faults = os.path.join(out, "faults-%d.jsonl" % n)

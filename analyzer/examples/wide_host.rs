@@ -1,11 +1,11 @@
 //! A wide training node (96 CPUs, 8 GPUs, 8 NVMe, 4 IB ports, 2 NUMA nodes at 100 ms,
-//! `tests/support/wide_host.rs`) with six per-device faults, through `analyze`'s path and the
+//! `tests/support/wide_host.rs`) with seven per-device faults, through `analyze`'s path and the
 //! service's, with device families folded and without, side by side:
 //!
 //!     cargo run --release -p reveal-analyzer --example wide_host [-- --quiet-minutes 30]
 //!
 //! The recording: 30 minutes the service learns as its baseline, `--quiet-minutes` of the
-//! same host with no fault (false episodes are counted there), then six 20 s faults 150 s
+//! same host with no fault (false episodes are counted there), then seven 20 s faults 150 s
 //! apart. Prints, per path and setting: feature columns, fit and pass time, baseline memory
 //! (the feature rows the service keeps), and per fault whether two detectors found it, the
 //! subsystem was right, the device named, and (service) the alert's delay. A measurement;
@@ -44,7 +44,7 @@ fn main() {
         .and_then(|i| args.get(i + 1))
         .cloned();
     let fs = faults(T0, learn_s + quiet_s, 150, 20);
-    let secs = learn_s + quiet_s + 6 * 150 + 30;
+    let secs = learn_s + quiet_s + 7 * 150 + 30;
     let t = Instant::now();
     let m = host("big", T0, secs, &fs, 7);
     eprintln!(

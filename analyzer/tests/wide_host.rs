@@ -1,8 +1,8 @@
 //! A wide training node (96 CPUs, 8 GPUs, 8 NVMe, 4 IB ports, 2 NUMA nodes at 100 ms; the
-//! generator is `tests/support/wide_host.rs`) with six per-device faults of 20 s: one GPU
+//! generator is `tests/support/wide_host.rs`) with seven per-device faults of 20 s: one GPU
 //! throttled, interrupts on 4 of 96 CPUs, one slow disk among seven identical siblings, one
 //! IB port's link errors with its traffic down, one NUMA node's remote accesses ×10, every CPU
-//! saturated. Through `analyze`'s path and through the service's (a 30-minute baseline, then
+//! saturated, one GPU off the bus for 20 s. Through `analyze`'s path and through the service's (a 30-minute baseline, then
 //! one stride at a time), each fault must be found by two detectors, attributed to its
 //! subsystem, and its device named; in the half hour before the faults, at most one episode.
 //!
@@ -25,7 +25,7 @@ const QUIET_S: i64 = 30 * 60;
 
 fn case() -> (reveal_analyzer::core::matrix::HostMatrix, Vec<Fault>) {
     let fs = faults(T0, LEARN_S + QUIET_S, 150, 20);
-    let m = host("big", T0, LEARN_S + QUIET_S + 6 * 150 + 30, &fs, 7);
+    let m = host("big", T0, LEARN_S + QUIET_S + 7 * 150 + 30, &fs, 7);
     (m, fs)
 }
 

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use crate::core::crosshost::{self, CrossHostParams};
 use crate::core::detect::DetectorsConfig;
 use crate::core::duration::parse_duration;
+use crate::core::families::FamilyParams;
 use crate::core::features::FeatureConfig;
 use crate::core::pipeline::{analyze, AnalyzeParams};
 use crate::core::window::WindowConfig;
@@ -125,6 +126,12 @@ pub fn run(args: AnalyzeArgs) -> Result<ExitCode, AnalyzeError> {
         Some(Format::Openmetrics) => FileFormat::OpenMetrics,
         None => FileFormat::from_path(&args.input),
     };
+    let mut families = FamilyParams::default();
+    for l in metric_set.device_labels() {
+        if !families.device_labels.contains(&l) {
+            families.device_labels.push(l);
+        }
+    }
     let mut source = FileSource {
         path: args.input.clone(),
         format,
@@ -150,6 +157,7 @@ pub fn run(args: AnalyzeArgs) -> Result<ExitCode, AnalyzeError> {
         },
         seed: args.seed,
         detectors: args.literal.then(DetectorsConfig::literal),
+        families,
         ..AnalyzeParams::default()
     };
     let analyses = analyze(&hosts, &params);

@@ -31,10 +31,11 @@ use ndarray::Array2;
 use crate::core::claim::parse_channel;
 use crate::core::matrix::{Channel, HostMatrix, Kind, MetricType};
 
-/// Labels that name one device of a family. A label listed here that a family's channels share
-/// (`model="A100"` is not here) keeps families apart; these are the ones its members differ in.
-/// The exporter's (`cpu`, `gpu`, `device`, `port`, `node`, `irq`), node_exporter's, and DCGM's
-/// (`gpu`, `UUID`, `device`, `pci_bus_id`) device labels.
+/// Labels that name one device of a family: the ones its members differ in. Every other label
+/// (`mode`, `counter`, `model`) keeps families apart.
+/// The exporter's (`cpu`, `gpu`, `device`, `port`, `node`, `irq`, and `link` for a GPU's NVLink
+/// links: `gpu 3 link 5` is one device of the family), node_exporter's, and DCGM's (`gpu`,
+/// `UUID`, `device`, `pci_bus_id`) device labels.
 pub const DEVICE_LABELS: &[&str] = &[
     "cpu",
     "core",
@@ -50,6 +51,21 @@ pub const DEVICE_LABELS: &[&str] = &[
     "irq",
     "interface",
     "queue",
+    "link",
+];
+
+/// Device labels of hardware that stays while the host runs: a change of their count is an
+/// event (see [`fold`]).
+pub const FIXED_DEVICE_LABELS: &[&str] = &[
+    "cpu",
+    "core",
+    "gpu",
+    "uuid",
+    "UUID",
+    "pci_bus_id",
+    "minor_number",
+    "node",
+    "numa_node",
 ];
 
 /// Least members for a family to be folded (see the module docs).
@@ -167,6 +183,8 @@ pub struct Folded {
     pub families: BTreeMap<String, Family>,
     /// The per-device rows of every family (rows of the original matrix, same grid).
     pub members: HostMatrix,
+    /// Each `devices` channel's family (the first family that counted those devices).
+    pub counted: BTreeMap<String, String>,
 }
 
 /// A device against its siblings in one window (see [`Folded::siblings`]).
@@ -246,6 +264,7 @@ pub fn fold(m: &HostMatrix, p: &FamilyParams) -> Folded {
     let mut families = BTreeMap::new();
     let mut member_rows: Vec<usize> = Vec::new();
     let mut devices_done: Vec<String> = Vec::new();
+    let mut counted = BTreeMap::new();
     for (key, kind, members) in folded_groups {
         let first = &m.channels[members[0].0];
         let stats = Stat::for_kind(kind);
@@ -260,10 +279,12 @@ pub fn fold(m: &HostMatrix, p: &FamilyParams) -> Folded {
                     .map(|(r, _)| m.values[[*r, t]])
                     .filter(|v| v.is_finite()),
             );
-            count[t] = buf.len() as f64;
             if buf.is_empty() {
+                // No device at all: a gap in the host's samples, not every device gone.
+                count[t] = f64::NAN;
                 continue;
             }
+            count[t] = buf.len() as f64;
             let sum: f64 = buf.iter().sum();
             let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
             for &v in &buf {
@@ -298,12 +319,8 @@ pub fn fold(m: &HostMatrix, p: &FamilyParams) -> Folded {
                 metric: first.metric.clone(),
                 subsystem: first.subsystem,
                 kind,
-                // Aggregated increases are still increases; a gauge stays a gauge.
-                metric_type: if first.metric_type == MetricType::Counter {
-                    MetricType::Gauge
-                } else {
-                    first.metric_type
-                },
+                // A counter's family holds increases per step, as its members do.
+                metric_type: first.metric_type,
                 resolution,
                 per_second: first.per_second,
             });
@@ -321,11 +338,19 @@ pub fn fold(m: &HostMatrix, p: &FamilyParams) -> Folded {
                 .collect();
             l.push((STAT_LABEL.to_string(), Stat::Devices.as_str().to_string()));
             l.sort();
+            counted.insert(render(name, &l), key.clone());
+            // Hardware that does not come and go in normal operation (CPUs, GPUs, NUMA nodes)
+            // is counted as an event channel: steady through the baseline, its first change
+            // — a GPU fallen off the bus — is scored. Disks and network interfaces come and go
+            // (hot plug, a container's veth), and their count is a channel like any other.
+            let fixed = labels
+                .iter()
+                .any(|(k, v)| v == ALL_DEVICES && FIXED_DEVICE_LABELS.contains(&k.as_str()));
             channels.push(Channel {
                 name: render(name, &l),
                 metric: first.metric.clone(),
                 subsystem: first.subsystem,
-                kind: Kind::Dynamic,
+                kind: if fixed { Kind::Event } else { Kind::Dynamic },
                 metric_type: MetricType::Gauge,
                 resolution: 1.0,
                 per_second: false,
@@ -378,6 +403,7 @@ pub fn fold(m: &HostMatrix, p: &FamilyParams) -> Folded {
             values: mv,
             non_finite_samples: 0,
         },
+        counted,
     }
 }
 
@@ -538,6 +564,37 @@ impl Folded {
             siblings_median: crate::core::stats::median(&mut others),
             siblings,
         })
+    }
+}
+
+impl Folded {
+    /// For a `devices` channel, the devices of its family that reported nothing in the window
+    /// `[start_ms, end_ms]` though they did elsewhere in the matrix: their first one's channel,
+    /// and "gpu 7 not reporting (7 of 8 devices)". `None` when none is missing here (a device
+    /// gone for all of a pass is not in its matrix: the claim then says the count alone).
+    pub fn missing(&self, channel: &str, start_ms: i64, end_ms: i64) -> Option<(String, String)> {
+        let fam = self.families.get(self.counted.get(channel)?)?;
+        let m = &self.members;
+        let step = m.step_ms.max(1);
+        let lo = usize::try_from((start_ms - m.start_ms).div_euclid(step)).unwrap_or(0);
+        let hi = usize::try_from((end_ms - m.start_ms).div_euclid(step)).ok()?;
+        let hi = hi.min(m.n_steps().checked_sub(1)?);
+        let gone: Vec<&(usize, String)> = fam
+            .members
+            .iter()
+            .filter(|(row, _)| (lo..=hi).all(|t| !m.values[[*row, t]].is_finite()))
+            .collect();
+        let first = gone.first()?;
+        let names: Vec<&str> = gone.iter().map(|(_, d)| d.as_str()).collect();
+        Some((
+            m.channels[first.0].name.clone(),
+            format!(
+                "{} not reporting ({} of {} devices)",
+                names.join(", "),
+                fam.members.len() - gone.len(),
+                fam.members.len()
+            ),
+        ))
     }
 }
 

@@ -414,6 +414,11 @@ fn evidence(
 /// Evidence on a family channel names the device behind it: its channel becomes the device's,
 /// and its claim says where the device stood against its siblings in the window.
 fn name_device(folded: &Folded, e: &mut Evidence, start_ms: i64, end_ms: i64) {
+    if let Some((channel, sentence)) = folded.missing(&e.channel, start_ms, end_ms) {
+        e.claim = format!("{sentence}: {}", e.claim);
+        e.channel = channel;
+        return;
+    }
     let Some(view) = folded.siblings(&e.channel, start_ms, end_ms, e.z >= 0.0) else {
         return;
     };

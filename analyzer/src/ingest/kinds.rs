@@ -47,6 +47,11 @@ pub struct MetricSpec {
     /// the default by name ([`default_resolution`]). Set it for expressions whose name says
     /// nothing of their unit (`sum(rate(x_total[1s]))` named `x_rate`: 1).
     pub resolution: Option<f64>,
+    /// The label that names one device of the entry's series, when it is none of the labels
+    /// the analyzer knows (`cpu`, `gpu`, `device`, `port`, `node`, `irq`, …): its series form
+    /// a device family (docs/detection.md, "Families and siblings").
+    #[serde(default)]
+    pub device_label: Option<String>,
 }
 
 impl MetricSpec {
@@ -171,6 +176,7 @@ pub struct MetricSet {
 #[derive(Debug, Clone)]
 struct Entry {
     re: Regex,
+    device_label: Option<String>,
     subsystem: Subsystem,
     kind: Option<Kind>,
     resolution: Option<f64>,
@@ -211,6 +217,7 @@ impl MetricSet {
             };
             entries.push(Entry {
                 re,
+                device_label: spec.device_label.clone(),
                 subsystem: sub,
                 kind: spec.kind.map(Kind::from),
                 resolution,
@@ -218,6 +225,17 @@ impl MetricSet {
             });
         }
         Ok(MetricSet { entries })
+    }
+
+    /// The device labels the entries declare (`device_label`), each once.
+    pub fn device_labels(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for l in self.entries.iter().filter_map(|e| e.device_label.clone()) {
+            if !out.contains(&l) {
+                out.push(l);
+            }
+        }
+        out
     }
 
     /// Parses a metric-set YAML text.
@@ -489,6 +507,7 @@ mod tests {
             subsystem: "cpu".into(),
             kind: None,
             resolution: None,
+            device_label: None,
         };
         let e = MetricSet::new(&[spec], "set.yml").unwrap_err().to_string();
         assert!(e.contains("at most 4096"), "{e}");
@@ -503,6 +522,7 @@ mod tests {
                 subsystem: "cpu".into(),
                 kind: None,
                 resolution: None,
+                device_label: None,
             }
             .channel_name()
         };
@@ -519,6 +539,7 @@ mod tests {
             subsystem: "cpu".into(),
             kind: None,
             resolution: None,
+            device_label: None,
         };
         assert_eq!(named.channel_name(), "alive");
     }

@@ -423,6 +423,7 @@ mod tests {
             subsystem: subsystem.into(),
             kind,
             resolution: None,
+            device_label: None,
         }
     }
 

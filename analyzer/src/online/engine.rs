@@ -461,6 +461,9 @@ impl Engine {
             let scored_row = without_left_out(&row, win.end_ms, &mut host.left_out, &host.layout);
             let window_start = win.end_ms - w.window_ms;
             let namer = |channel: &str, up: bool| {
+                if let Some(named) = folded.missing(channel, window_start, win.end_ms) {
+                    return Some(named);
+                }
                 folded
                     .siblings(channel, window_start, win.end_ms, up)
                     .map(|v| {

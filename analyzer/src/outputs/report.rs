@@ -107,9 +107,17 @@ pub fn markdown(analyses: &[HostAnalysis]) -> String {
     let mut md = String::from("# Reveal anomaly report\n");
     for a in analyses {
         let s = &a.summary;
+        let families = if s.families > 0 {
+            format!(
+                "; {} device families, {} channels in the model",
+                s.families, s.model_channels
+            )
+        } else {
+            String::new()
+        };
         let _ = write!(
             md,
-            "\n## Host `{}`\n\n{} channels ({} dynamic, {} event, {} static, left out of detection); \
+            "\n## Host `{}`\n\n{} channels ({} dynamic, {} event, {} static, left out of detection{families}); \
              {} of {} windows scored ({} without data, {} with too few samples); \
              {} feature columns; detectors: {}.\n",
             a.host,

@@ -1,7 +1,7 @@
 //! A wide training node, as the analyzer receives it from Prometheus: 96 CPUs, 8 GPUs, 8 NVMe
 //! disks, 4 InfiniBand ports and 2 NUMA nodes at 100 ms, in the shape of the big-host fixture
 //! (`scripts/big_host_fixture.py`: the same device names and counts), with a training job's
-//! rhythm and a host's routines, and per-device faults.
+//! rhythm and a host's routines, and per-device faults (`faults`).
 //!
 //! What the job does, every step of about 1.2 s: the GPUs compute (utilization high, power
 //! following it), then all-reduce over the four IB ports together (traffic bursts on every
@@ -37,16 +37,16 @@ pub struct Fault {
 
 /// The faults, each `len_s` long, the first at `first_s`, one every `every_s`.
 pub fn faults(t0: i64, first_s: i64, every_s: i64, len_s: i64) -> Vec<Fault> {
-    let kinds: [(&str, Subsystem, &[&str]); 6] = [
+    let kinds: [(&str, Subsystem, &[&str]); 7] = [
         ("gpu5_throttled", Subsystem::Gpu, &["gpu 5", "gpu=\"5\""]),
         (
             "irqs_on_4_cpus",
             Subsystem::Cpu,
             &[
-                "cpu 0 ",
-                "cpu 1 ",
-                "cpu 2 ",
-                "cpu 3 ",
+                "cpu 0",
+                "cpu 1",
+                "cpu 2",
+                "cpu 3",
                 "cpu=\"0\"",
                 "cpu=\"1\"",
                 "cpu=\"2\"",
@@ -61,6 +61,7 @@ pub fn faults(t0: i64, first_s: i64, every_s: i64, len_s: i64) -> Vec<Fault> {
             &["node 1", "node=\"1\""],
         ),
         ("cpu_saturation", Subsystem::Cpu, &[]),
+        ("gpu7_off_the_bus", Subsystem::Gpu, &["gpu 7", "gpu=\"7\""]),
     ];
     kinds
         .iter()
@@ -351,6 +352,20 @@ pub fn host(name: &str, t0: i64, secs: i64, faults: &[Fault], seed: u64) -> Host
         put(2.0e8 * (1.0 + 0.2 * rng.gauss()), &mut values);
         debug_assert_eq!(row, channels.len());
     }
+    // GPU 7 falls off the bus: none of its series has a sample while it is gone.
+    for f in faults.iter().filter(|f| f.name == "gpu7_off_the_bus") {
+        let gpu7: Vec<usize> = (0..channels.len())
+            .filter(|&r| channels[r].name.contains("gpu=\"7\""))
+            .collect();
+        for t in 0..n {
+            let t_ms = t0 + t as i64 * STEP_MS;
+            if t_ms >= f.start_ms && t_ms < f.end_ms {
+                for &r in &gpu7 {
+                    values[[r, t]] = f64::NAN;
+                }
+            }
+        }
+    }
     HostMatrix {
         host: name.to_string(),
         start_ms: t0,
@@ -427,6 +442,14 @@ pub fn judge(faults: &[Fault], flags: &[Flag], opened: &[(i64, String)]) -> Vec<
         .collect()
 }
 
+/// The claims hold one of the fault's device names, whole (`cpu 1` is not `cpu 12`).
 fn names(w: &Flag, f: &Fault) -> bool {
-    f.device.iter().any(|d| w.claims.contains(d))
+    f.device.iter().any(|d| {
+        w.claims.match_indices(d).any(|(i, _)| {
+            !w.claims[i + d.len()..]
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_digit())
+        })
+    })
 }

@@ -175,7 +175,7 @@ fn a_vanishing_device_is_counted_and_gaps_are_skipped() {
     }
     let f = fold(&m, &FamilyParams::default());
     assert!(f.matrix.values[[max, 2]].is_nan());
-    assert_eq!(f.matrix.values[[devices, 2]], 0.0);
+    assert!(f.matrix.values[[devices, 2]].is_nan());
 }
 
 #[test]
@@ -283,4 +283,30 @@ fn a_move_of_every_device_is_the_familys_and_names_none() {
     let f = fold(&m, &FamilyParams::default());
     let v = f.siblings(&mean.name, 6000, 9900, true).unwrap();
     assert_eq!(v.device, "nvme6n1");
+}
+
+#[test]
+fn a_device_that_stops_reporting_is_named() {
+    let mut m = disks(40, |_, _| 0.1);
+    // The family of the test's disks counts its devices as a channel like any other; its
+    // gone device is named all the same.
+    for t in 20..40 {
+        m.values[[4, t]] = f64::NAN; // nvme3n1
+    }
+    let f = fold(&m, &FamilyParams::default());
+    let devices = &f
+        .matrix
+        .channels
+        .iter()
+        .find(|c| c.name.contains("devices"))
+        .unwrap()
+        .name;
+    let (channel, sentence) = f.missing(devices, 2500, 3900).unwrap();
+    assert_eq!(
+        channel,
+        "reveal_storage_io_time_seconds_total{device=\"nvme3n1\"}"
+    );
+    assert_eq!(sentence, "nvme3n1 not reporting (7 of 8 devices)");
+    assert!(f.missing(devices, 0, 1500).is_none());
+    assert!(f.missing("reveal_memory_dirty_bytes", 2500, 3900).is_none());
 }

@@ -174,6 +174,7 @@ mod tests {
             subsystem: "cpu".into(),
             kind: None,
             resolution: None,
+            device_label: None,
         }
     }
 

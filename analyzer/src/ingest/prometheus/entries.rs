@@ -104,6 +104,7 @@ mod tests {
             subsystem: "gpu".into(),
             kind: None,
             resolution: None,
+            device_label: None,
         };
         let specs = [
             spec("up"),
