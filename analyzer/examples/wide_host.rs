@@ -9,7 +9,7 @@
 //! apart. Prints, per path and setting: feature columns, fit and pass time, baseline memory
 //! (the feature rows the service keeps), and per fault whether two detectors found it, the
 //! subsystem was right, the device named, and (service) the alert's delay. A measurement;
-//! `tests/wide_host.rs` asserts the same on a shorter recording.
+//! `tests/wide_host.rs` asserts the families half of it on the same recording.
 
 use std::time::Instant;
 

@@ -12,6 +12,12 @@
 # per row, default 1000), FIXTURE (default: a fresh scripts/big_host_fixture.py root in a
 # temporary directory), CARGO_TARGET_DIR (this tree's; the older one's is it plus -base).
 set -euo pipefail
+case "${1:-}" in
+-h | --help)
+    sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+    exit 0
+    ;;
+esac
 cd "$(dirname "$0")/../.."
 BASE=${1:?usage: $0 BASE_COMMIT [ROUNDS]}
 ROUNDS=${2:-2}

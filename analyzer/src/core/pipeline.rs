@@ -221,6 +221,9 @@ pub fn analyze_host(raw: &HostMatrix, p: &AnalyzeParams) -> HostAnalysis {
             })
             .collect::<Vec<_>>(),
     );
+    // The baseline is the whole recording, the windows scored among it: an event channel's
+    // one excursion is the event, not the measure of its spread.
+    let set = set.whole_run();
     let fitted = match fit_with(x.view(), &set, p.seed, 0, Baseline::WholeRun) {
         Ok(f) => f,
         Err(e) => {

@@ -67,6 +67,11 @@ pub struct Floor {
     /// is seen (errors, drops and retransmissions are zero on a healthy host). Otherwise such a
     /// column stays out, as without a floor.
     pub keeps_constant: bool,
+    /// With `keeps_constant`: a column that left its level in one excursion only is constant
+    /// too, that excursion no measure of its spread. For a baseline that holds the windows it
+    /// scores (`analyze`'s whole recording), where that excursion is the event being looked
+    /// for; a trailing baseline keeps the move it saw as a known one.
+    pub one_move_is_new: bool,
 }
 
 /// Least scales of a detector's columns, shared between detectors.
@@ -132,7 +137,7 @@ impl Scaler {
             let floor = floors.map_or(Floor::default(), |f| f[j]);
             // Left its level once only (`bulk_spread`).
             let (s, lo) = if lo.is_nan() {
-                if floor.keeps_constant && floor.scale > 0.0 {
+                if floor.keeps_constant && floor.one_move_is_new && floor.scale > 0.0 {
                     (0.0, 0.0)
                 } else {
                     scratch.clear();
@@ -300,8 +305,8 @@ fn bulk_spread(values: &mut [f64], buf: &mut [f64], col: ArrayView1<f64>) -> (f6
     // A column that left its level once only — an error counter at zero but for one burst —
     // has no known move: in `analyze` that one move is the event itself, and scaled by it,
     // a link's first errors read as 1σ. Marked by a NaN lower scale: the caller scores it
-    // with its least scale where it keeps constant columns (`Floor::keeps_constant`: event
-    // channels), and otherwise by that one move, as before.
+    // with its least scale where the floor says so (`Floor::one_move_is_new`: event channels
+    // in `analyze`), and otherwise by that one move.
     if up <= 0.0 && down <= 0.0 && excursions(col, med) == 1 {
         return (med, 0.0, f64::NAN);
     }
@@ -523,6 +528,7 @@ mod tests {
         let event = Floor {
             scale: 1.0,
             keeps_constant: true,
+            one_move_is_new: false,
         };
         let floors = [Floor::default(), event];
         let floored = Scaler::fit_floored(x.view(), Scaling::Robust, Some(&floors)).unwrap();
@@ -559,6 +565,7 @@ mod tests {
         let page = [Floor {
             scale: 4096.0,
             keeps_constant: false,
+            one_move_is_new: false,
         }];
         let floored = Scaler::fit_floored(x.view(), Scaling::Bulk, Some(&page)).unwrap();
         let z = floored.z(0, 0.0);
@@ -636,6 +643,7 @@ mod tests {
         let floor = [Floor {
             scale: 1.0,
             keeps_constant: true,
+            one_move_is_new: true,
         }];
         let s = Scaler::fit_floored(x.view(), Scaling::Bulk, Some(&floor)).unwrap();
         assert!(s.z(0, 60.0) > 20.0, "{}", s.z(0, 60.0));

@@ -31,11 +31,13 @@ pub fn floors_for(kinds: &[Kind], least: &[f64]) -> Floors {
                 Floor {
                     scale: least.max(ONE_EVENT),
                     keeps_constant: true,
+                    one_move_is_new: false,
                 }
             } else {
                 Floor {
                     scale: least,
                     keeps_constant: false,
+                    one_move_is_new: false,
                 }
             }
         })
@@ -106,6 +108,23 @@ impl DetectorsConfig {
         self.pca.column_floors = floors.clone();
         self.iforest.column_floors = floors;
         self
+    }
+
+    /// For a baseline that holds the windows it scores (`analyze`): a column kept from its
+    /// first move that moved once only is scored from its least scale ([`Floor::one_move_is_new`]).
+    pub fn whole_run(self) -> Self {
+        let floors = self.zscore.column_floors.clone().map(|f| {
+            f.iter()
+                .map(|x| Floor {
+                    one_move_is_new: x.keeps_constant,
+                    ..*x
+                })
+                .collect::<Floors>()
+        });
+        match floors {
+            Some(f) => self.column_floors(Some(f)),
+            None => self,
+        }
     }
 
     /// Sets the channel of each column (the forest's `Channels` input groups by it).
@@ -233,11 +252,13 @@ mod tests {
             [
                 Floor {
                     scale: ONE_EVENT,
-                    keeps_constant: true
+                    keeps_constant: true,
+                    one_move_is_new: false
                 },
                 Floor {
                     scale: 4096.0,
-                    keeps_constant: false
+                    keeps_constant: false,
+                    one_move_is_new: false
                 },
                 Floor::default(),
             ]
