@@ -28,7 +28,7 @@ use std::collections::BTreeMap;
 
 use ndarray::Array2;
 
-use crate::core::claim::parse_channel;
+use crate::core::labels::parse_channel;
 use crate::core::matrix::{Channel, HostMatrix, Kind, MetricType};
 
 /// Labels that name one device of a family: the ones its members differ in. Every other label

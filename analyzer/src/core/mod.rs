@@ -15,6 +15,7 @@ pub mod features;
 pub mod fit;
 pub mod hints;
 pub mod hold;
+pub mod labels;
 pub mod matrix;
 pub mod pipeline;
 pub mod prune;
