@@ -6,11 +6,11 @@
 //! the run.
 //!
 //! The faults: a memory hog and a storage read burst, which every replay of every recorded
-//! run has found (docs/EVALUATION.md, runs 3–12), and two of the paper's cases: one flow where
-//! two were needed, and HugePages reserved on one of four stand-in hosts. The test asserts that
-//! the script injected all four (the one-flow stream really restarted with one flow and back)
-//! and scored each, that each plain fault raised a `RevealAnomaly` alert and had most of its
-//! windows flagged by two detectors, and that the HugePages case raised a memory
+//! run has found (docs/evaluation/history.md, runs 3–12), and two of the paper's cases: one
+//! flow where two were needed, and HugePages reserved on one of four stand-in hosts. The test
+//! asserts that the script injected all four (the one-flow stream really restarted with one
+//! flow and back) and scored each, that each plain fault raised a `RevealAnomaly` alert and
+//! had most of its windows flagged by two detectors, and that the HugePages case raised a memory
 //! `RevealHostDeviation` on the stand-in host it was injected on (a configuration difference
 //! among hosts whose files do not otherwise change: no run-to-run variation to allow for). Latency, attribution and the one-flow result are printed, not asserted: on a
 //! three-minute baseline and the debug build they vary from run to run (the read burst was

@@ -1,6 +1,6 @@
 //! Writes the scaled feature matrix of a past range of a Prometheus as CSV: every window's
 //! deviation from a baseline, feature by feature, as the default detectors see it. For
-//! studying what moves in a window (docs/EVALUATION.md, "Replaying a recording").
+//! studying what moves in a window (docs/evaluation/method.md, "Replaying a recorded run").
 //!
 //!     cargo run --release -p reveal-analyzer --example feature_dump -- \
 //!         CONFIG BASE_FROM BASE_UNTIL UNTIL > OUT.csv

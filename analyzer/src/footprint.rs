@@ -8,8 +8,9 @@
 //! anonymous memory by that much for a second and dropped it again. The analyzer often watches
 //! the machine it runs on — the quick start runs everything on one host, and a monitoring node
 //! runs an exporter too — and there those spikes are a memory fault to its own detectors: in
-//! live run 21 (docs/EVALUATION.md) anonymous memory rose by 75–115 MB for a second at every
-//! refit of its two analyzers, and the memory windows flagged at those moments were theirs.
+//! live run 21 (docs/evaluation/history.md) anonymous memory rose by 75–115 MB for a second
+//! at every refit of its two analyzers, and the memory windows flagged at those moments were
+//! theirs.
 //!
 //! So the service asks the allocator to keep what is freed: one arena for every thread (a
 //! thread's own arena maps any block over 64 MB on its own, whatever else is asked), no block

@@ -6,7 +6,7 @@
 //! - the power cap opens an episode within 10 s of its start, on the gpu subsystem, with the
 //!   remediation hint that names power caps, closed within 30 s of the cap's end;
 //! - the clock lock is flagged by at least one detector in most windows wholly inside it
-//!   (the deploy defaults do not alert on it: docs/EVALUATION.md, the GPU case);
+//!   (the deploy defaults do not alert on it: docs/evaluation/history.md, the GPU case);
 //! - no other episode opens: in particular none on the job's busy thread, which the scheduler
 //!   moved from one CPU to another 6 s after the cap ended (the metric set reads per-CPU time
 //!   as the busiest and the quietest CPU, so a move is no change).

@@ -9,7 +9,7 @@ windows two detectors agree on and which detectors those are, their stretches of
 windows, the claims that lead them, and when they fall: by minute of the refit cycle
 (REFIT_SECONDS, default 300, counted from the fault-free start, which follows the warm-up's
 first fit) and by minute of the period (a young baseline flags more). Standard library only;
-docs/EVALUATION.md (run 16) shows its use.
+docs/evaluation/history.md (run 16) shows its use.
 """
 import collections
 import json

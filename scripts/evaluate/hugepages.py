@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The HugePages case's hosts (docs/EVALUATION.md, `hugepages_drift`): copies of a fixture
+"""The HugePages case's hosts (docs/evaluation/method.md, `hugepages_drift`): copies of a fixture
 machine's /proc and /sys (exporter/tests/fixtures/numa-2socket, two sockets, 512 GiB) that
 exporters read with --path.procfs and --path.sysfs, and on one of them 1 GiB huge pages
 reserved and released as the kernel shows it.

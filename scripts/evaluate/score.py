@@ -8,7 +8,7 @@ subsystems, start_ms, end_ms) and, per analyzer, OUT/analyzers/NAME/alerts.json 
 its JSON-lines reports (state/reports/windows.jsonl) and its anomaly series from its receiver
 Prometheus. The series are cached in OUT/analyzers/NAME/series.json on the first run, so the
 scoring can be run again after the stack is gone (--offline: never query, use the cache).
-Standard library only. See docs/EVALUATION.md for the definitions.
+Standard library only. See docs/evaluation/method.md for the definitions.
 """
 
 import json
