@@ -7,7 +7,9 @@
 //! formed as the service forms them (`analysis.episodes`), and printed as `EPISODE` lines:
 //! opened, joined by a subsystem (the service then alerts on that subsystem too) and closed
 //! at the end of which window, and on which subsystems; an opened episode's remediation hints
-//! follow as `HINT` lines.
+//! follow as `HINT` lines. With `REPLAY_FROM=<Unix seconds>` in the environment, scoring starts
+//! there instead of at SCORE_FROM: an earlier start scores the baseline's own windows by the
+//! model fitted on them, which shows what in the baseline sets the bars.
 
 use prometheus_client::registry::Registry;
 use reveal_analyzer::config::Config;
@@ -63,8 +65,12 @@ async fn main() -> anyhow::Result<()> {
     );
     // Subsystems of the open episode alerted so far (one host per replay).
     let mut alerted: Vec<String> = Vec::new();
-    for m in src.fetch_async(range(from, until)).await? {
-        for o in engine.process(&m, from, until, &metrics) {
+    let score_from = match std::env::var("REPLAY_FROM") {
+        Ok(v) => v.parse::<i64>()? * 1000,
+        Err(_) => from,
+    };
+    for m in src.fetch_async(range(score_from, until)).await? {
+        for o in engine.process(&m, score_from, until, &metrics) {
             match o {
                 Outcome::Skipped { end_ms, reason } => {
                     println!("{} {} skipped: {reason}", m.host, end_ms / 1000)

@@ -226,7 +226,8 @@ pub struct EpisodeConfig {
     pub confirm_after: u32,
     /// Score / threshold that one agreeing detector must reach in every one of `open_after`
     /// counted windows for the episode to open that soon (3, the magnitude at which severity
-    /// counts a detector as strong: `core::episodes::tracker::STRONG`).
+    /// counts a detector as strong: `core::episodes::tracker::STRONG`). A critical window
+    /// (every detector agrees, or two at `STRONG`) is clear too.
     pub clear: f64,
     /// Consecutive uncounted windows that close it.
     pub close_after: u32,

@@ -106,9 +106,21 @@ pub fn fit(x: ArrayView2<f64>, seed: u64, at_ms: i64) -> Result<Fitted, NotFitte
 /// transient, and stays (trimmed, every recurrence of it would be flagged).
 pub const MAX_TRIMMED: f64 = 1.0 - crate::core::detect::scale::BULK_QUANTILE;
 
+/// Excursions beyond the fence that trimming drops whatever their length ([`trimmed_rows`]):
+/// a pattern the baseline holds once or twice is not yet the host's routine; one that
+/// recurs a third time is.
+pub const ONE_OFF_EXCURSIONS: usize = 2;
+
 /// Rows of a baseline kept after trimming its transients: those whose score is at most
 /// Tukey's far-out fence of the baseline's scores, q75 + 3 × (q75 − q25), and at least
-/// `1 − MAX_TRIMMED` of the rows (the lowest-scoring ones when more lie beyond the fence).
+/// `1 − MAX_TRIMMED` of the rows (the lowest-scoring ones when more lie beyond the fence) —
+/// except that the baseline's [`ONE_OFF_EXCURSIONS`] worst excursions (runs of consecutive
+/// rows beyond the fence, ranked by their highest score) go whatever their length. A bar set
+/// by one event is a bar for that event, not for the host: on a young baseline (the first
+/// minute after start) two per cent is one window, less than any transient spans (a sample
+/// is in every window that covers it), and the stack's own start or a build's write-back
+/// would set every bar. A pattern that recurs keeps its other occurrences, which set the bar
+/// as the host's routine.
 pub fn trimmed_rows(scores: &[f64]) -> Vec<usize> {
     let n = scores.len();
     let (q25, q75) = (percentile(scores, 25.0), percentile(scores, 75.0));
@@ -119,6 +131,30 @@ pub fn trimmed_rows(scores: &[f64]) -> Vec<usize> {
     let within = order.iter().take_while(|&&i| scores[i] <= fence).count();
     let mut keep: Vec<usize> = order[..within.max(least)].to_vec();
     keep.sort_unstable();
+    // Excursions: (highest finite score, first row, last row).
+    let beyond = |i: usize| !(scores[i] <= fence);
+    let mut runs: Vec<(f64, usize, usize)> = Vec::new();
+    let mut i = 0;
+    while i < n {
+        if !beyond(i) {
+            i += 1;
+            continue;
+        }
+        let first = i;
+        while i < n && beyond(i) {
+            i += 1;
+        }
+        let peak = scores[first..i]
+            .iter()
+            .copied()
+            .filter(|v| v.is_finite())
+            .fold(f64::NEG_INFINITY, f64::max);
+        runs.push((peak, first, i - 1));
+    }
+    runs.sort_by(|a, b| b.0.total_cmp(&a.0));
+    for &(_, first, last) in runs.iter().take(ONE_OFF_EXCURSIONS) {
+        keep.retain(|i| !(first..=last).contains(i));
+    }
     keep
 }
 
@@ -278,15 +314,44 @@ mod tests {
         let mut routine: Vec<f64> = vec![1.0; 700];
         routine.extend(std::iter::repeat_n(9.0, 300));
         assert_eq!(trimmed_rows(&routine).len(), 1000);
-        // More than 2% beyond the fence (a recurring pattern): only the highest 2% goes.
-        let mut many: Vec<f64> = vec![1.0; 950];
-        many.extend((0..50).map(|i| 100.0 + i as f64));
+        // More than 2% beyond the fence, in five bursts of ten (a recurring pattern): only
+        // the highest 2% goes, the two highest bursts; the worst of them is among those.
+        let mut many: Vec<f64> = vec![1.0; 1000];
+        for k in 0..5 {
+            for j in 0..10 {
+                many[k * 200 + j] = 100.0 + (k * 10 + j) as f64;
+            }
+        }
         let keep = trimmed_rows(&many);
         assert_eq!(keep.len(), 980);
-        assert!(keep[..950].iter().enumerate().all(|(i, &k)| i == k));
-        assert_eq!(keep[979], 979);
+        assert!((0..3).all(|k| (0..10).all(|j| keep.contains(&(k * 200 + j)))));
+        // One burst of fifty is one event however long: it goes whole.
+        let mut once: Vec<f64> = vec![1.0; 950];
+        once.extend((0..50).map(|i| 100.0 + i as f64));
+        assert_eq!(trimmed_rows(&once), (0..950).collect::<Vec<_>>());
         // Nothing beyond the fence: everything stays.
         assert_eq!(trimmed_rows(&[1.0, 2.0, 3.0, 4.0]).len(), 4);
+        // A young baseline, 60 windows: the stack's start (rows 0-1) and a write-back of
+        // 6 windows (rows 30-35) are far out. Two per cent is one row; both excursions go
+        // whole.
+        let mut young: Vec<f64> = (0..60).map(|i| 1.0 + (i % 5) as f64 * 0.1).collect();
+        young[0] = 20.0;
+        young[1] = 18.0;
+        for (k, v) in young[30..36].iter_mut().enumerate() {
+            *v = 25.0 + k as f64;
+        }
+        let keep = trimmed_rows(&young);
+        assert_eq!(keep, (2..30).chain(36..60).collect::<Vec<_>>());
+        // A routine that recurs five times: the two worst occurrences go, three stay.
+        let mut routine: Vec<f64> = vec![1.0; 300];
+        for k in 0..5 {
+            for v in &mut routine[k * 60..k * 60 + 8] {
+                *v = 10.0 + k as f64;
+            }
+        }
+        let keep = trimmed_rows(&routine);
+        assert_eq!(keep.len(), 284);
+        assert!((0..3).all(|k| (0..8).all(|j| keep.contains(&(k * 60 + j)))));
     }
 
     #[test]
@@ -435,13 +500,13 @@ mod tests {
 
     #[test]
     fn an_alerts_windows_set_no_held_bar() {
-        // A busy host whose last minutes hold five faults of 30 windows each, every CPU
+        // A busy host whose last minutes hold eight faults of 30 windows each, every CPU
         // saturated (far more than trimming drops), their alerts not settled yet: fitted on
         // as they are, they set the held bar at a saturation's level, and the next one passes
         // it no more. Marked as an alert's, they set none.
         let mut base = busy_host(1800, 0..0, true);
         let sat = saturated(&base);
-        let faults = [1300..1330, 1400..1430, 1500..1530, 1600..1630, 1700..1730];
+        let faults: Vec<_> = (10..18).map(|k| k * 100..k * 100 + 30).collect();
         for r in faults.iter().cloned().flatten() {
             base.row_mut(r).assign(&sat);
         }

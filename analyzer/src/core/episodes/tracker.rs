@@ -5,7 +5,8 @@
 //! flag it (one detector at its 99th percentile flags about one window in a hundred by design;
 //! requiring agreement keeps that out of Alertmanager). An episode opens after `open_after`
 //! consecutive counted windows when each of them is *clear* — one of the agreeing detectors at
-//! least `clear` times its threshold — and otherwise after `confirm_after`: a marginal deviation
+//! least `clear` times its threshold, or the window critical (all three detectors agree, or
+//! two at [`STRONG`] times their thresholds) — and otherwise after `confirm_after`: a marginal deviation
 //! must hold longer than the host's ordinary transients (a write-back, a burst of reads or
 //! I/O wait lasts a few seconds, and is in at most six or seven windows) before it becomes an
 //! alert. The episode extends while windows keep counting, and closes after `close_after`
@@ -218,7 +219,12 @@ impl Tracker {
         h.pending.push(v);
         let n = h.pending.len() as u32;
         let open_after = p.open_after.max(1);
-        let clear = |w: &Verdict| w.ratios.iter().any(|r| *r >= p.clear);
+        // Clear: one detector far above its bar, or a critical window (every detector agrees,
+        // or two do at STRONG): such evidence does not wait out the confirmation.
+        let clear = |w: &Verdict| {
+            w.ratios.iter().any(|r| *r >= p.clear)
+                || rank(severity(w.agreement, w.strength)) == rank("critical")
+        };
         let clear_run = n >= open_after && h.pending[(n - open_after) as usize..].iter().all(clear);
         if !clear_run && n < p.confirm_after.max(open_after) {
             return None;
@@ -426,14 +432,26 @@ mod tests {
             clear(6),
         ];
         assert_eq!(kinds(&mut t, seq), ["-", "-", "-", "-", "-", "open"]);
-        // Three detectors agreeing just over their bars are no clearer than two.
+        // Every detector agreeing is a critical window, as clear as one detector far above
+        // its bar: it opens at the fourth too. Two just over their bars still wait.
         let mut t = Tracker::new(p);
         let three = |t: i64| Verdict {
             ratios: vec![1.3, 1.05, 1.2],
+            strength: 1.05,
             ..v(t, 3, "cpu")
         };
         assert_eq!(
-            kinds(&mut t, (1..=8).map(three).collect())[3..],
+            kinds(&mut t, (1..=5).map(three).collect()),
+            ["-", "-", "-", "open", "ext"]
+        );
+        let mut t = Tracker::new(p);
+        let two = |t: i64| Verdict {
+            ratios: vec![1.3, 1.05, 0.7],
+            strength: 1.05,
+            ..v(t, 2, "cpu")
+        };
+        assert_eq!(
+            kinds(&mut t, (1..=8).map(two).collect())[3..],
             ["-", "-", "-", "-", "open"]
         );
     }
