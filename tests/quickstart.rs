@@ -2,7 +2,8 @@
 //! ports and a temp state directory: it starts the exporter, Prometheus (with the stack's rules)
 //! and Alertmanager (and the analyzer when the build has `reveal-analyzer run`), they answer and
 //! hold data, and both ways of stopping (`down`, and Ctrl-C on a foreground run) leave nothing
-//! running. The debug profile is used, so the build step reuses the test build.
+//! running; and its demo fault raises the CPU alert, which resolves. The debug profile is
+//! used, so the build step reuses the test build.
 
 use reveal_e2e::prometheus::{self, Prometheus};
 use reveal_e2e::{free_port, http, loopback, require_tool, Proc, TempDir};
@@ -183,13 +184,14 @@ fn detached_start_serves_the_stack_and_down_stops_it() {
     run.wait_all_closed(Duration::from_secs(10));
 }
 
-#[test]
-fn ctrl_c_on_a_foreground_run_stops_everything() {
+/// Starts the quick start in the foreground with `args`, on other ports when another test
+/// took one of its ports; `None` (after a loud note) when Prometheus or Alertmanager is
+/// missing outside CI. Ready once its Prometheus answers (the build step comes first).
+fn foreground(args: &[&str]) -> Option<(Run, Proc)> {
     let mut attempt = 0;
-    let (run, mut proc) = loop {
-        let Some(run) = Run::new() else { return };
-        let mut proc = Proc::spawn("quickstart", &mut run.command(&["up", "--warmup", "5s"]));
-        // Ready when its Prometheus answers (the build step comes first).
+    loop {
+        let run = Run::new()?;
+        let mut proc = Proc::spawn("quickstart", &mut run.command(args));
         let deadline = Instant::now() + Duration::from_secs(300);
         let ready = loop {
             if http::get(loopback(run.prometheus), "/-/ready").is_ok_and(|r| r.status == 200) {
@@ -201,7 +203,7 @@ fn ctrl_c_on_a_foreground_run_stops_everything() {
             std::thread::sleep(Duration::from_millis(100));
         };
         if ready {
-            break (run, proc);
+            return Some((run, proc));
         }
         let _ = run.command(&["down"]).output();
         attempt += 1;
@@ -213,13 +215,11 @@ fn ctrl_c_on_a_foreground_run_stops_everything() {
             continue;
         }
         panic!("the quick start did not become ready:\n{}", proc.logs());
-    };
-    let _down = Down(&run);
-    Prometheus::at(loopback(run.prometheus)).wait_for_value(
-        "count(up{job=\"reveal\"} == 1)",
-        |v| v >= 1.0,
-        Duration::from_secs(30),
-    );
+    }
+}
+
+/// Sends Ctrl-C (SIGINT) to a foreground quick start and waits until it has stopped.
+fn interrupt(run: &Run, proc: &mut Proc) {
     let status = Command::new("kill")
         .args(["-INT", &proc.pid().to_string()])
         .status()
@@ -236,4 +236,97 @@ fn ctrl_c_on_a_foreground_run_stops_everything() {
     }
     run.wait_all_closed(Duration::from_secs(10));
     assert!(proc.logs().contains("stopped"), "{}", proc.logs());
+}
+
+#[test]
+fn ctrl_c_on_a_foreground_run_stops_everything() {
+    let Some((run, mut proc)) = foreground(&["up", "--warmup", "5s"]) else {
+        return;
+    };
+    let _down = Down(&run);
+    Prometheus::at(loopback(run.prometheus)).wait_for_value(
+        "count(up{job=\"reveal\"} == 1)",
+        |v| v >= 1.0,
+        Duration::from_secs(30),
+    );
+    interrupt(&run, &mut proc);
+}
+
+/// The alerts Alertmanager holds now: (alertname, subsystem, severity) of each.
+fn active_alerts(run: &Run) -> Vec<(String, String, String)> {
+    let Ok(r) = http::get(loopback(run.alertmanager), "/api/v2/alerts?active=true") else {
+        return Vec::new();
+    };
+    let alerts: serde_json::Value = serde_json::from_str(&r.text()).unwrap_or_default();
+    let label = |a: &serde_json::Value, k: &str| a["labels"][k].as_str().unwrap_or("").to_string();
+    alerts
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|a| {
+                    (
+                        label(a, "alertname"),
+                        label(a, "subsystem"),
+                        label(a, "severity"),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The README's demo, as a new user runs it: a fresh state directory, the one-minute warm-up,
+/// then 20 s of load on every CPU. The CPU alert must reach Alertmanager while the load runs
+/// and resolve within 30 s of its end (issue 47: the first run after a build raised none).
+#[test]
+fn the_demo_fault_raises_the_cpu_alert_and_it_resolves() {
+    let Some((run, mut proc)) = foreground(&["up", "--demo-fault"]) else {
+        return;
+    };
+    let _down = Down(&run);
+    let deadline = Instant::now() + Duration::from_secs(400);
+    while !proc.logs().contains("demo fault") {
+        assert!(
+            proc.exited().is_none() && Instant::now() < deadline,
+            "the warm-up never ended:\n{}",
+            proc.logs()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let fault = Instant::now();
+    let cpu = |run: &Run| {
+        active_alerts(run)
+            .into_iter()
+            .find(|(name, sub, _)| name == "RevealAnomaly" && sub == "cpu")
+    };
+    let fired = loop {
+        if let Some(a) = cpu(&run) {
+            break a;
+        }
+        assert!(
+            fault.elapsed() < Duration::from_secs(20),
+            "no cpu alert while every CPU was loaded; alerts: {:?}\n{}",
+            active_alerts(&run),
+            proc.logs()
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    };
+    eprintln!(
+        "cpu alert ({}) in Alertmanager {:.1} s after the fault began",
+        fired.2,
+        fault.elapsed().as_secs_f64()
+    );
+    while cpu(&run).is_some() {
+        assert!(
+            fault.elapsed() < Duration::from_secs(20 + 30),
+            "the cpu alert did not resolve within 30 s of the fault's end\n{}",
+            proc.logs()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    eprintln!(
+        "resolved {:.1} s after the fault began",
+        fault.elapsed().as_secs_f64()
+    );
+    interrupt(&run, &mut proc);
 }

@@ -68,6 +68,40 @@ fn name_regex(expr: &str) -> Option<String> {
     regex::Regex::new(&unescaped).ok().map(|_| unescaped)
 }
 
+/// The metric-set entries keyed by the channel names a Prometheus source gives their series:
+/// what classifies a channel of the live service (its subsystem and kind).
+pub fn by_channel_name(specs: &[MetricSpec]) -> Vec<MetricSpec> {
+    // Each expression's series are classified by the subsystem and kind of its entry:
+    // the assembler's metric set is keyed by the exact channel names this source gives.
+    // An entry without a kind gets the default of its name, judged as a counter when the
+    // name is a counter's (`rate(x_total[1s])` is still about the events or time of `x_total`).
+    specs
+        .iter()
+        .map(|s| {
+            let name = s.channel_name();
+            let kind = s.kind.unwrap_or_else(|| {
+                let t = if name.ends_with("_total") {
+                    MetricType::Counter
+                } else {
+                    MetricType::Gauge
+                };
+                match default_kind(&name, t) {
+                    Kind::Dynamic => MetricKind::Dynamic,
+                    Kind::Event => MetricKind::Event,
+                    Kind::Static => MetricKind::Static,
+                }
+            });
+            // A `{__name__=~"re"}` entry's series keep their own names: every name the
+            // regex selects takes the entry's subsystem, kind and resolution.
+            MetricSpec {
+                expr: name_regex(&s.expr).unwrap_or_else(|| regex::escape(&name)),
+                kind: Some(kind),
+                ..s.clone()
+            }
+        })
+        .collect()
+}
+
 impl PrometheusSource {
     /// `step_ms` is the query step and grid; `host_label` splits hosts.
     pub fn new(
@@ -76,35 +110,7 @@ impl PrometheusSource {
         step_ms: i64,
         host_label: &str,
     ) -> Result<Self, SourceError> {
-        // Each expression's series are classified by the subsystem and kind of its entry:
-        // the assembler's metric set is keyed by the exact channel names this source gives.
-        // An entry without a kind gets the default of its name, judged as a counter when the
-        // name is a counter's (`rate(x_total[1s])` is still about the events or time of `x_total`).
-        let by_name: Vec<MetricSpec> = specs
-            .iter()
-            .map(|s| {
-                let name = s.channel_name();
-                let kind = s.kind.unwrap_or_else(|| {
-                    let t = if name.ends_with("_total") {
-                        MetricType::Counter
-                    } else {
-                        MetricType::Gauge
-                    };
-                    match default_kind(&name, t) {
-                        Kind::Dynamic => MetricKind::Dynamic,
-                        Kind::Event => MetricKind::Event,
-                        Kind::Static => MetricKind::Static,
-                    }
-                });
-                // A `{__name__=~"re"}` entry's series keep their own names: every name the
-                // regex selects takes the entry's subsystem, kind and resolution.
-                MetricSpec {
-                    expr: name_regex(&s.expr).unwrap_or_else(|| regex::escape(&name)),
-                    kind: Some(kind),
-                    ..s.clone()
-                }
-            })
-            .collect();
+        let by_name = by_channel_name(specs);
         let mut metric_set =
             MetricSet::new(&by_name, "metrics").map_err(|e| SourceError::Other(e.to_string()))?;
         for (i, s) in specs.iter().enumerate() {
