@@ -63,7 +63,9 @@ log() { printf '%s %s\n' "$(date +%T)" "$*" >&2; }
 PID=""
 stop_run() {
   local state="$1"
-  [ -n "$PID" ] && kill -INT -- "-$PID" 2>/dev/null || true
+  # TERM, not INT: a command started in the background of a script ignores SIGINT, and the
+  # quick start traps TERM the same way (it stops everything and exits).
+  [ -n "$PID" ] && kill -TERM -- "-$PID" 2>/dev/null || true
   for _ in $(seq 1 20); do kill -0 "$PID" 2>/dev/null || break; sleep 1; done
   REVEAL_STATE_DIR="$state" "$ROOT/scripts/quickstart.sh" down >/dev/null 2>&1 || true
   PID=""
