@@ -198,9 +198,11 @@ fn quoted_claims_are_ones_the_analyzer_makes_today() {
             }
         }
     }
+    // The offline example (docs/offline.md) and the alert fields (docs/analyzer-config.md)
+    // quote claims whatever run the README shows.
     assert!(
-        seen >= 3,
-        "the README's example quotes claims, and this test found only {seen}"
+        seen >= 2,
+        "the docs quote claims, and this test found only {seen}"
     );
     assert!(
         wrong.is_empty(),
