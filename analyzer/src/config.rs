@@ -194,11 +194,13 @@ impl Default for FamiliesConfig {
 
 impl FamiliesConfig {
     pub fn params(&self) -> crate::core::families::FamilyParams {
-        let mut p = crate::core::families::FamilyParams::default();
-        p.min_devices = if self.min_devices == 0 {
-            usize::MAX
-        } else {
-            self.min_devices
+        let mut p = crate::core::families::FamilyParams {
+            min_devices: if self.min_devices == 0 {
+                usize::MAX
+            } else {
+                self.min_devices
+            },
+            ..Default::default()
         };
         for l in &self.device_labels {
             if !p.device_labels.contains(l) {

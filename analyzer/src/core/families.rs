@@ -428,7 +428,7 @@ fn family_of(c: &Channel, p: &FamilyParams) -> Option<(String, String)> {
     let mut rest = Vec::new();
     let mut first_device_label = true;
     for (k, v) in labels {
-        if p.device_labels.iter().any(|d| *d == k) {
+        if p.device_labels.contains(&k) {
             // Only the first device label stays in the key, as `*`: the others (a GPU's
             // uuid and bus id beside its index) name the same device again.
             if first_device_label {

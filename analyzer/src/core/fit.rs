@@ -132,7 +132,7 @@ pub fn trimmed_rows(scores: &[f64]) -> Vec<usize> {
     let mut keep: Vec<usize> = order[..within.max(least)].to_vec();
     keep.sort_unstable();
     // Excursions: (highest finite score, first row, last row).
-    let beyond = |i: usize| !(scores[i] <= fence);
+    let beyond = |i: usize| scores[i].is_nan() || scores[i] > fence;
     let mut runs: Vec<(f64, usize, usize)> = Vec::new();
     let mut i = 0;
     while i < n {

@@ -40,6 +40,10 @@ pub(super) fn level_moved_up(
         .map_or(z >= 0.0, |d| d >= 0.0)
 }
 
+/// Names the device behind a family channel that moved up (`true`) or down: the device's own
+/// channel and the sentence comparing it with its siblings (`core::families::Folded::siblings`).
+pub(super) type Namer<'a> = dyn Fn(&str, bool) -> Option<(String, String)> + 'a;
+
 pub(super) fn score_window(
     host: &str,
     end_ms: i64,
@@ -47,7 +51,7 @@ pub(super) fn score_window(
     f: &Fitted,
     scorer: &mut Scorer,
     layout: &[Col],
-    namer: &dyn Fn(&str, bool) -> Option<(String, String)>,
+    namer: &Namer,
 ) -> WindowScore {
     // Columns born after the fit are not in the model until the next refit.
     let x = Array1::from_iter((0..f.width).map(|j| row.get(j).copied().unwrap_or(f64::NAN)));
