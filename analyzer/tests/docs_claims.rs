@@ -127,14 +127,6 @@ fn vocabulary() -> Vec<String> {
     } else {
         Feature::AdfTeststat
     });
-    let stats = [
-        Stat::Mean,
-        Stat::Sum,
-        Stat::Max,
-        Stat::Min,
-        Stat::Spread,
-        Stat::Devices,
-    ];
     let mut words: Vec<String> = scored.iter().map(|f| f.meaning().to_string()).collect();
     // An offline report words a feature its own way ("starting level").
     for f in &scored {
@@ -145,7 +137,7 @@ fn vocabulary() -> Vec<String> {
             .map(|(noun, _)| noun.to_string());
         words.extend(noun);
     }
-    for s in stats {
+    for s in Stat::ALL {
         for f in &scored {
             words.push(format!("{}, {}", s.describe(), f.meaning()));
         }

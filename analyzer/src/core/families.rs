@@ -135,17 +135,18 @@ impl Stat {
         }
     }
 
+    /// Every stat, in the order above.
+    pub const ALL: [Stat; 6] = [
+        Stat::Mean,
+        Stat::Sum,
+        Stat::Max,
+        Stat::Min,
+        Stat::Spread,
+        Stat::Devices,
+    ];
+
     pub fn parse(s: &str) -> Option<Stat> {
-        [
-            Stat::Mean,
-            Stat::Sum,
-            Stat::Max,
-            Stat::Min,
-            Stat::Spread,
-            Stat::Devices,
-        ]
-        .into_iter()
-        .find(|x| x.as_str() == s)
+        Stat::ALL.into_iter().find(|x| x.as_str() == s)
     }
 
     /// The stats a family of channels of `kind` enters the model with.
