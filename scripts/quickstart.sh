@@ -278,9 +278,18 @@ seconds() { # 90s, 2m, 1m30s -> seconds
   done
   echo "$total"
 }
-# One value of the analyzer's /metrics (a series without labels), or nothing.
-analyzer_metric() {
-  http_get "$ANALYZER_PORT" /metrics 2>/dev/null | awk -v m="$1" '$1 == m {print $2; exit}' || true
+# Values of the analyzer's /metrics (series without labels), in the order named, one line
+# each ("" for one it lacks), from one scrape.
+#
+# The demo watches the host the analyzer learns, and on a host of two CPUs the watching shows:
+# a process forked per field of every flagged window (dozens a second) was itself a deviation
+# (page faults, RCU callbacks, user time) that kept an alert open after its fault, and a
+# warm-up polled more often than the follow below made the follow look quieter than the
+# baseline. So both loops poll every 2 s, each poll a handful of processes whatever it finds.
+analyzer_metrics() {
+  http_get "$ANALYZER_PORT" /metrics 2>/dev/null |
+    awk -v names="$*" 'BEGIN {n = split(names, want, " ")} {v[$1] = $2}
+      END {for (i = 1; i <= n; i++) print v[want[i]]}' || true
 }
 if [ "$ANALYZER" = 1 ]; then
   W="$(seconds "$WARMUP")"
@@ -290,18 +299,18 @@ if [ "$ANALYZER" = 1 ]; then
   deadline=$((SECONDS + 3 * W + 120))
   while :; do
     # Done once the first baseline is fitted (the warm-up gauge reads 0 before it starts).
-    fits="$(analyzer_metric reveal_analyzer_fits_total)"
+    { read -r fits; read -r rem; } < <(analyzer_metrics reveal_analyzer_fits_total \
+      reveal_analyzer_warmup_remaining_seconds; echo; echo)
     [ "${fits:-0}" != 0 ] && break
     if [ "$SECONDS" -ge "$deadline" ]; then
       say "${Y}the analyzer is still warming up after $((3 * W + 120))s; following anyway${N}"
       break
     fi
-    rem="$(analyzer_metric reveal_analyzer_warmup_remaining_seconds)"
     rem="${rem%%.*}"; rem="${rem:-$W}"
     done_s=$((W - rem)); [ "$done_s" -lt 0 ] && done_s=0
     bar="$(printf '%*s' $((done_s * 30 / (W > 0 ? W : 1))) '' | tr ' ' '#')"
     [ -t 1 ] && printf '\r  [%-30s] %3ds of %ds ' "$bar" "$done_s" "$W"
-    sleep 1
+    sleep 2
   done
   [ -t 1 ] && printf '\r\e[K'
   say "${G}warm-up done${N}: anomalies now show below (and in Prometheus as reveal_anomaly_*)"
@@ -328,36 +337,48 @@ fault() {
 [ -n "$FAULT" ] && fault "$FAULT" "$FAULT_SECONDS"
 
 # One line per open alert: "fingerprint|start|alertname|severity|instance|subsystem|summary".
+# The value of a string field is taken with its JSON escapes (\") intact, then undone.
 alerts() {
   http_get "$ALERTMANAGER_PORT" '/api/v2/alerts?active=true&silenced=false&inhibited=false' |
-    sed 's/},{"annotations"/}\n{"annotations"/g' |
-    while IFS= read -r a || [ -n "$a" ]; do
-      # The value of a string field, JSON escapes (\") kept intact and then undone.
-      f() {
-        printf '%s' "$a" | grep -o "\"$1\":\"\\([^\"\\\\]\\|\\\\.\\)*\"" | head -n1 |
-          sed 's/^"[^"]*":"//; s/"$//; s/\\"/"/g'
+    sed 's/},{"annotations"/}\n{"annotations"/g' | awk '
+      function f(k,   r) {
+        if (!match($0, "\"" k "\":\"([^\"\\\\]|\\\\.)*\"")) return ""
+        r = substr($0, RSTART + length(k) + 4, RLENGTH - length(k) - 5)
+        gsub(/\\"/, "\"", r)
+        return r
       }
-      [ -n "$(f alertname)" ] || continue
-      printf '%s|%s|%s|%s|%s|%s|%s\n' "$(f fingerprint)" "$(f startsAt | cut -c12-19)" \
-        "$(f alertname)" "$(f severity)" "$(f instance)" "$(f subsystem)" "$(f summary)"
-    done
+      f("alertname") != "" {
+        print f("fingerprint") "|" substr(f("startsAt"), 12, 8) "|" f("alertname") "|" \
+          f("severity") "|" f("instance") "|" f("subsystem") "|" f("summary")
+      }'
 }
 # Flagged windows from the analyzer's report (reports/windows.jsonl, one JSON object a line),
 # from line $1 on: "FLAGGED time detectors (agreement/3) top-subsystem share: claim".
 flagged() {
   local f="$STATE/reports/windows.jsonl"
   [ -f "$f" ] || return 0
-  tail -n +"$1" "$f" | while IFS= read -r w || [ -n "$w" ]; do
-    local ms agree dets sub claim
-    ms="$(printf '%s' "$w" | grep -o '"end_ms":[0-9]*' | cut -d: -f2)"
-    agree="$(printf '%s' "$w" | grep -o '"agreement":[0-9]*' | cut -d: -f2)"
-    dets="$(printf '%s' "$w" | grep -o '"detectors":\[[^]]*\]' | cut -d: -f2 | tr -d '[]"' | tr , +)"
-    sub="$(printf '%s' "$w" | grep -o '"subsystems":\[\(\[[^]]*\],\{0,1\}\)*\]' |
-      grep -o '\["[a-z]*",[0-9.e+-]*\]' | tr -d '[]"' |
-      sort -t, -k2 -g | tail -n1 | awk -F, '{printf "%s %d%%", $1, $2 * 100}')"
-    claim="$(printf '%s' "$w" | sed -n 's/.*"summary":"\(\([^"\\]\|\\.\)*\)".*/\1/p' | sed 's/\\"/"/g')"
-    printf '%s\n' "${Y}FLAGGED${N}  $(date -d "@$((ms / 1000))" +%T 2>/dev/null) ${dets:-?} (${agree:-?}/3) ${B}${sub}${N}: ${claim:0:160}"
-  done
+  tail -n +"$1" "$f" | awk -v Y="$Y" -v N="$N" -v B="$B" '
+    function field(re, from, to) {
+      return match($0, re) ? substr($0, RSTART + from, RLENGTH - from - to) : ""
+    }
+    {
+      ms = field("\"end_ms\":[0-9]+", 9, 0)
+      agree = field("\"agreement\":[0-9]+", 12, 0)
+      dets = field("\"detectors\":\\[[^]]*\\]", 13, 1)
+      gsub(/"/, "", dets); gsub(/,/, "+", dets)
+      # The heaviest subsystem of ["name",share] pairs.
+      subs = field("\"subsystems\":\\[(\\[[^]]*\\],?)*\\]", 14, 1)
+      top = ""; best = -1
+      while (match(subs, /\["[a-z]+",[0-9.e+-]+\]/)) {
+        pair = substr(subs, RSTART + 2, RLENGTH - 3); subs = substr(subs, RSTART + RLENGTH)
+        split(pair, kv, "\",")
+        if (kv[2] + 0 > best) { best = kv[2] + 0; top = kv[1] }
+      }
+      claim = field("\"summary\":\"([^\"\\\\]|\\\\.)*\"", 11, 1)
+      gsub(/\\"/, "\"", claim)
+      printf "%sFLAGGED%s  %s %s (%s/3) %s%s %d%%%s: %s\n", Y, N, strftime("%T", int(ms / 1000)),
+        dets == "" ? "?" : dets, agree == "" ? "?" : agree, B, top, best * 100, N, substr(claim, 1, 160)
+    }'
 }
 SEEN=0
 [ -f "$STATE/reports/windows.jsonl" ] && SEEN="$(wc -l <"$STATE/reports/windows.jsonl")"
@@ -389,8 +410,8 @@ while :; do
   done
   unset NOW
   if [ "$ANALYZER" = 1 ] && [ -t 1 ]; then
-    n="$(analyzer_metric reveal_analyzer_windows_analyzed_total)"
-    f="$(analyzer_metric reveal_analyzer_windows_flagged_total)"
+    { read -r n; read -r f; } < <(analyzer_metrics reveal_analyzer_windows_analyzed_total \
+      reveal_analyzer_windows_flagged_total; echo; echo)
     printf '\r%s' "${D}  $(date +%T) windows analyzed ${n:-?}, flagged ${f:-?}; open alerts ${#OPEN[@]}${N} "
   fi
   sleep 2

@@ -27,6 +27,8 @@ Options:
   --render       render the dashboards into docs/dashboards/ from the last run, before it
                  stops (python3 with scripts/requirements-render.txt)
   --settle S     seconds to follow after the fault begins (default 60)
+  --profile P    build the quick start uses: release (default, the README's) or debug (the
+                 end-to-end test's)
   -h, --help     this text
 
 Ports: REVEAL_EXPORTER_PORT and the others as for the quick start (defaults here 39190,
@@ -36,12 +38,13 @@ EOF
 }
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-RUNS=10 OUT="" REBUILD=1 WRITE=0 RENDER=0 SETTLE=60
+RUNS=10 OUT="" REBUILD=1 WRITE=0 RENDER=0 SETTLE=60 PROFILE=release
 while [ $# -gt 0 ]; do
   case "$1" in
     --runs) RUNS="$2"; shift ;;
     --out) OUT="$2"; shift ;;
     --no-rebuild) REBUILD=0 ;;
+    --profile) PROFILE="$2"; shift ;;
     --write-docs) WRITE=1 ;;
     --render) RENDER=1 ;;
     --settle) SETTLE="$2"; shift ;;
@@ -50,6 +53,7 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
+case "$PROFILE" in release|debug) ;; *) echo "quickstart_demo: --profile takes release or debug" >&2; exit 2 ;; esac
 case "$RUNS$SETTLE" in *[!0-9]*|"") echo "quickstart_demo: --runs and --settle take whole numbers" >&2; exit 2 ;; esac
 [ "$RUNS" -ge 1 ] || { echo "quickstart_demo: --runs must be at least 1" >&2; exit 2; }
 OUT="${OUT:-/tmp/reveal-demo-$(date +%Y%m%d-%H%M%S)}"
@@ -72,6 +76,21 @@ stop_run() {
 }
 trap '[ -n "$PID" ] && stop_run "$OUT/state$i"; exit 130' INT TERM
 
+# Each detector's highest score / threshold (reveal_anomaly_score, above 1 flags) over the
+# fault's 20 s, from the run's Prometheus: how far from its bar a missed fault stayed.
+fault_peaks() {
+  local at=$(($1 + 20)) d v out=""
+  for d in zscore pca iforest; do
+    v="$(curl -sf "http://127.0.0.1:$REVEAL_PROMETHEUS_PORT/api/v1/query" \
+      --data-urlencode "query=max(max_over_time(reveal_anomaly_score{detector=\"$d\"}[20s]))" \
+      --data-urlencode "time=$at" 2>/dev/null |
+      python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print("%.2f" % float(r[0]["value"][1]) if r else "—")' \
+      2>/dev/null || echo "—")"
+    out="${out:+$out / }$v"
+  done
+  printf '%s' "$out"
+}
+
 # Epoch seconds (with fractions) of the analyzer's "episode opened" log line for cpu.
 opened_at() {
   local line
@@ -81,8 +100,8 @@ opened_at() {
 }
 
 {
-  echo "| run | build before it | cpu alert | latency (s) | severity | resolved | other alerts |"
-  echo "| --- | --- | --- | --- | --- | --- | --- |"
+  echo "| run | build before it | cpu alert | latency (s) | severity | resolved | peak z / pca / forest | other alerts |"
+  echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
 } >"$OUT/results.md"
 for ((i = 1; i <= RUNS; i++)); do
   state="$OUT/state$i" out="$OUT/run$i.txt"
@@ -90,10 +109,10 @@ for ((i = 1; i <= RUNS; i++)); do
   built="none (binaries up to date)"
   if [ "$i" = 1 ] && [ "$REBUILD" = 1 ]; then
     touch "$ROOT/analyzer/src/main.rs" "$ROOT/exporter/src/main.rs"
-    built="release (sources touched)"
+    built="$PROFILE (sources touched)"
   fi
   log "run $i of $RUNS: quick start with --demo-fault, state in $state"
-  REVEAL_STATE_DIR="$state" setsid "$ROOT/scripts/quickstart.sh" --demo-fault >"$out" 2>&1 &
+  REVEAL_STATE_DIR="$state" setsid "$ROOT/scripts/quickstart.sh" --demo-fault --profile "$PROFILE" >"$out" 2>&1 &
   PID=$!
   for _ in $(seq 1 1800); do
     grep -q "demo fault" "$out" 2>/dev/null && break
@@ -114,6 +133,7 @@ for ((i = 1; i <= RUNS; i++)); do
       --prometheus "http://127.0.0.1:$REVEAL_PROMETHEUS_PORT" \
       --alertmanager "http://127.0.0.1:$REVEAL_ALERTMANAGER_PORT" >&2 || log "rendering failed"
   fi
+  peaks="$(fault_peaks "$fault_at")"
   stop_run "$state"
   opened="$(opened_at "$state/analyzer.log")"
   latency="—" alert=no sev="—" resolved=no
@@ -126,7 +146,7 @@ for ((i = 1; i <= RUNS; i++)); do
   grep -q 'RESOLVED .* cpu on' "$out" && resolved=yes
   others="$(grep 'FIRING' "$out" | grep -v ' cpu on' | grep -o 'RevealAnomaly [a-z]*' | sort -u |
     cut -d' ' -f2 | paste -sd, - || true)"
-  echo "| $i | $built | $alert | $latency | $sev | $resolved | ${others:-none} |" >>"$OUT/results.md"
+  echo "| $i | $built | $alert | $latency | $sev | $resolved | $peaks | ${others:-none} |" >>"$OUT/results.md"
   log "run $i: cpu alert $alert, latency ${latency} s, severity $sev, resolved $resolved"
 done
 
