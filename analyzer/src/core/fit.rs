@@ -123,30 +123,15 @@ pub const ONE_OFF_EXCURSIONS: usize = 2;
 /// as the host's routine.
 pub fn trimmed_rows(scores: &[f64]) -> Vec<usize> {
     let n = scores.len();
-    let fence = far_out_fence(scores);
+    let (q25, q75) = (percentile(scores, 25.0), percentile(scores, 75.0));
+    let fence = q75 + 3.0 * (q75 - q25);
     let mut order: Vec<usize> = (0..n).collect();
     order.sort_by(|&a, &b| scores[a].total_cmp(&scores[b]));
     let least = n - ((n as f64 * MAX_TRIMMED).floor() as usize).min(n);
     let within = order.iter().take_while(|&&i| scores[i] <= fence).count();
     let mut keep: Vec<usize> = order[..within.max(least)].to_vec();
     keep.sort_unstable();
-    for (first, last) in one_off_excursions(scores, fence) {
-        keep.retain(|i| !(first..=last).contains(i));
-    }
-    keep
-}
-
-/// Tukey's far-out fence of `scores`: q75 + 3 × (q75 − q25).
-fn far_out_fence(scores: &[f64]) -> f64 {
-    let (q25, q75) = (percentile(scores, 25.0), percentile(scores, 75.0));
-    q75 + 3.0 * (q75 - q25)
-}
-
-/// The [`ONE_OFF_EXCURSIONS`] highest excursions of `scores` (in time order) beyond `fence`:
-/// runs of consecutive rows beyond it (NaN counts as beyond), as (first row, last row),
-/// ranked by their highest finite score.
-fn one_off_excursions(scores: &[f64], fence: f64) -> Vec<(usize, usize)> {
-    let n = scores.len();
+    // Excursions: (highest finite score, first row, last row).
     let beyond = |i: usize| scores[i].is_nan() || scores[i] > fence;
     let mut runs: Vec<(f64, usize, usize)> = Vec::new();
     let mut i = 0;
@@ -167,43 +152,10 @@ fn one_off_excursions(scores: &[f64], fence: f64) -> Vec<(usize, usize)> {
         runs.push((peak, first, i - 1));
     }
     runs.sort_by(|a, b| b.0.total_cmp(&a.0));
-    runs.into_iter()
-        .take(ONE_OFF_EXCURSIONS)
-        .map(|(_, first, last)| (first, last))
-        .collect()
-}
-
-/// A baseline of fewer windows than this is *young*: the 500 windows (8 minutes at the
-/// defaults) the held bar also waits for ([`HELD_MIN_BLOCKS`] stretches of its 5 windows).
-/// Windows overlap, so a young baseline holds fewer than a hundred independent stretches, and
-/// the 99th percentile of its scores is their maximum: one event's.
-pub const YOUNG_WINDOWS: usize = 500;
-
-/// Out-of-sample scores (in time order) without their [`ONE_OFF_EXCURSIONS`] highest
-/// excursions beyond the far-out fence: the out-of-sample floors of a young baseline's
-/// threshold ([`YOUNG_WINDOWS`]). Trimming keeps a one-off event out of the model's bar; out
-/// of sample, a window the model saw as ordinary can still score far above every other (a
-/// sparse channel's blip that only its own fold held), and in a minute's baseline one such
-/// block of two windows *is* the 99th percentile. A recurring pattern keeps its third and
-/// later occurrences, as in [`trimmed_rows`]. On an older baseline the percentile is one, and
-/// the floors keep every score: left out there too, the bars fell and a 30-minute live run
-/// raised one more false alert (docs/evaluation/history.md, run 29).
-///
-/// A score that is not finite (NaN: a window no fold scored) is left out, and is no part of
-/// an excursion.
-pub fn without_one_offs(scores: &[f64]) -> Vec<f64> {
-    let scored: Vec<f64> = scores
-        .iter()
-        .map(|&v| if v.is_finite() { v } else { f64::NEG_INFINITY })
-        .collect();
-    let finite: Vec<f64> = scores.iter().copied().filter(|v| v.is_finite()).collect();
-    let drop = one_off_excursions(&scored, far_out_fence(&finite));
-    scores
-        .iter()
-        .enumerate()
-        .filter(|&(i, v)| v.is_finite() && !drop.iter().any(|&(a, b)| (a..=b).contains(&i)))
-        .map(|(_, &v)| v)
-        .collect()
+    for &(_, first, last) in runs.iter().take(ONE_OFF_EXCURSIONS) {
+        keep.retain(|i| !(first..=last).contains(i));
+    }
+    keep
 }
 
 /// How much higher a model scores windows it was not fitted on than the ones it was: the
@@ -349,34 +301,6 @@ fn held_scores(scores: &[f64], len: usize) -> Vec<f64> {
 mod tests {
     use super::*;
     use ndarray::Array2;
-
-    #[test]
-    fn out_of_sample_floors_leave_out_one_off_blocks_but_keep_a_routine() {
-        // A young baseline's held-out scores: 56 ordinary windows, one block of two that only
-        // its own fold held (56), and a lesser one-off (10): the two go, the bulk sets the bar.
-        let mut held: Vec<f64> = (0..56).map(|i| 2.0 + (i % 7) as f64 * 0.3).collect();
-        held.splice(20..20, [56.0, 57.0]);
-        held.splice(40..40, [10.0]);
-        let kept = without_one_offs(&held);
-        assert_eq!(kept.len(), 56);
-        assert!(percentile(&kept, 99.0) < 4.0, "{}", percentile(&kept, 99.0));
-        // A pattern that recurs keeps its third and later occurrences, which set the bar.
-        let mut routine: Vec<f64> = vec![2.0; 300];
-        for k in 0..5 {
-            routine[k * 60 + 10] = 40.0 + k as f64;
-        }
-        let kept = without_one_offs(&routine);
-        assert_eq!(kept.len(), 298);
-        assert!(percentile(&kept, 100.0) >= 40.0);
-        // A window no fold scored is left out and is no part of an excursion: 30 and 31 on
-        // either side of one are two one-offs, and with 32 the lowest of three stays.
-        let mut gaps: Vec<f64> = vec![2.0; 30];
-        gaps.splice(10..10, [30.0, f64::NAN, 31.0]);
-        gaps.push(32.0);
-        let kept = without_one_offs(&gaps);
-        assert_eq!(kept.len(), 31);
-        assert_eq!(percentile(&kept, 100.0), 30.0);
-    }
 
     #[test]
     fn trimming_drops_far_out_windows_but_never_the_bulk() {

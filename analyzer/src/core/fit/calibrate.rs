@@ -11,7 +11,7 @@ use ndarray::{Array2, ArrayView2, Axis, CowArray};
 
 use super::{
     folds, forward_split, held_scores, most_held, out_of_sample_gap, tasks, trimmed, trimmed_rows,
-    without_one_offs, Baseline, Calibrated, FOLDS, FORWARD, HELD_MIN_BLOCKS, YOUNG_WINDOWS,
+    Baseline, Calibrated, FOLDS, FORWARD, HELD_MIN_BLOCKS,
 };
 use crate::core::detect::{percentile, DetectError, Detector, DetectorsConfig, Fit};
 
@@ -246,22 +246,13 @@ impl<'a> Plan<'a> {
         }
         let held_out: Vec<f64> = unseen.iter().copied().filter(|v| v.is_finite()).collect();
         let gap = out_of_sample_gap(&seen, &held_out);
-        // The out-of-sample floors are at the detector's own percentile, as its in-sample bar;
-        // on a young baseline, of the out-of-sample scores less their one-off excursions.
+        // The out-of-sample floors are at the detector's own percentile, as its in-sample bar.
         let q = set.threshold_percentile(name);
-        let young = base.nrows() < YOUNG_WINDOWS;
-        let floor = |v: &[f64]| {
-            if young {
-                percentile(&without_one_offs(v), q)
-            } else {
-                percentile(v, q)
-            }
-        };
         // With the forward fold, also at least that percentile of the newest quarter's scores
         // by a model of the older ones (empty, when there is none: its percentile is 0).
         let threshold = (model.threshold() * gap)
-            .max(floor(if young { &unseen } else { &held_out }))
-            .max(floor(&forward));
+            .max(percentile(&held_out, q))
+            .max(percentile(&forward, q));
         // The held bar: the most the trimmed baseline's scores held over `hold` consecutive
         // windows (their minimum there), itself trimmed ([`most_held`]), raised by the same
         // gap, and at least the same percentile of the same out of sample and of the forward
