@@ -7,7 +7,7 @@
 
 use std::sync::{Mutex, OnceLock};
 
-use ndarray::{Array2, ArrayView2, Axis, CowArray};
+use ndarray::{ArrayView2, Axis};
 
 use super::{
     folds, forward_split, held_scores, most_held, out_of_sample_gap, tasks, trimmed, trimmed_rows,
@@ -33,8 +33,9 @@ fn fit_one(set: &DetectorsConfig, name: &str, t: ArrayView2<f64>) -> Result<Scor
 /// A detector's first fit, on every baseline window, and what trimming kept of them.
 struct Trim {
     first: Scored,
-    /// The rows kept and a copy of them, when trimming dropped any.
-    kept: Option<(Vec<usize>, Array2<f64>)>,
+    /// The rows kept, when trimming dropped any. Their copy is made where a task needs it and
+    /// dropped after: each detector holding one for the whole fit was most of its memory.
+    kept: Option<Vec<usize>>,
 }
 
 /// One fold of the out-of-sample calibration: its rows' scores by a model fitted on the other
@@ -45,24 +46,37 @@ struct Fold {
     seen: Vec<f64>,
 }
 
-/// Fold `f` of `base` (the interleaved ones, or [`FORWARD`]); `None` when it is empty, too
-/// little is left to fit on, or the fit fails.
-fn fold(set: &DetectorsConfig, name: &str, base: ArrayView2<f64>, f: usize) -> Option<Fold> {
+/// Fold `f` (the interleaved ones, or [`FORWARD`]) of the baseline made of `x`'s rows `base`
+/// (every row of `x`: `None`); `None` when it is empty, too little is left to fit on, or the
+/// fit fails. The fold's rows are positions in that baseline.
+fn fold(
+    set: &DetectorsConfig,
+    name: &str,
+    x: ArrayView2<f64>,
+    base: Option<&[usize]>,
+    f: usize,
+) -> Option<Fold> {
+    let n = base.map_or(x.nrows(), <[usize]>::len);
     let (rows, train): (Vec<usize>, Vec<usize>) = if f == FORWARD {
-        let (rows, train) = forward_split(base.nrows());
+        let (rows, train) = forward_split(n);
         (rows.collect(), train.collect())
     } else {
-        let fold = folds(base.nrows());
+        let fold = folds(n);
         (
-            (0..base.nrows()).filter(|&i| fold[i] == f).collect(),
-            (0..base.nrows()).filter(|&i| fold[i] != f).collect(),
+            (0..n).filter(|&i| fold[i] == f).collect(),
+            (0..n).filter(|&i| fold[i] != f).collect(),
         )
     };
     if rows.is_empty() || train.len() < 2 {
         return None;
     }
-    let (m, seen) = fit_one(set, name, base.select(Axis(0), &train).view()).ok()?;
-    let unseen = m.score_many(base.select(Axis(0), &rows).view()).to_vec();
+    let of_x = |v: &[usize]| -> Vec<usize> {
+        base.map_or(v.to_vec(), |b| v.iter().map(|&i| b[i]).collect())
+    };
+    let (m, seen) = fit_one(set, name, x.select(Axis(0), &of_x(&train)).view()).ok()?;
+    let unseen = m
+        .score_many(x.select(Axis(0), &of_x(&rows)).view())
+        .to_vec();
     Some(Fold { rows, unseen, seen })
 }
 
@@ -153,10 +167,7 @@ impl<'a> Plan<'a> {
                         } else {
                             (0..x.nrows()).collect()
                         };
-                        let kept = (keep.len() < x.nrows()).then(|| {
-                            let rows = x.select(Axis(0), &keep);
-                            (keep, rows)
-                        });
+                        let kept = (keep.len() < x.nrows()).then_some(keep);
                         Trim { first, kept }
                     });
                 let mut next = Vec::new();
@@ -173,11 +184,10 @@ impl<'a> Plan<'a> {
             }
             Task::Trimmed(d) => {
                 if let Some(Ok(Trim {
-                    kept: Some((_, rows)),
-                    ..
+                    kept: Some(keep), ..
                 })) = self.trims[d].get()
                 {
-                    let r = fit_one(set, self.names[d], rows.view());
+                    let r = fit_one(set, self.names[d], x.select(Axis(0), keep).view());
                     *Self::lock(&self.trimmed[d]) = Some(r);
                 }
                 Vec::new()
@@ -185,8 +195,7 @@ impl<'a> Plan<'a> {
             Task::Fold(d, f) => {
                 if let Some(Ok(trim)) = self.trims[d].get() {
                     // Folds of the trimmed rows, where the detector will most likely end up.
-                    let base = trim.kept.as_ref().map_or(x, |(_, rows)| rows.view());
-                    let r = fold(set, self.names[d], base, f);
+                    let r = fold(set, self.names[d], x, trim.kept.as_deref(), f);
                     Self::lock(&self.folds[d])[f] = r;
                 }
                 Vec::new()
@@ -206,21 +215,21 @@ impl<'a> Plan<'a> {
         let trimmed_fit = Self::lock(&self.trimmed[d]).take();
         let mut folds = std::mem::take(&mut *Self::lock(&self.folds[d]));
         let all = || (0..x.nrows()).collect::<Vec<usize>>();
-        // The model, its scores of the baseline it ends up fitted on, that baseline, and the
-        // rows of `x` it holds.
-        let ((model, own), base, kept) = match (trim.kept, trimmed_fit) {
-            (Some((keep, rows)), Some(Ok(m))) => (m, CowArray::from(rows), keep),
+        // The model, its scores of the baseline it ends up fitted on, and the rows of `x` that
+        // baseline holds.
+        let ((model, own), kept) = match (trim.kept, trimmed_fit) {
+            (Some(keep), Some(Ok(m))) => (m, keep),
             (Some(_), _) => {
                 // The trimmed rows could not be fitted: the first model stays, and the folds
                 // are those of every window (rare enough to run here).
                 if self.baseline == Baseline::Trailing {
                     for f in self.fold_indices() {
-                        folds[f] = fold(set, name, x, f);
+                        folds[f] = fold(set, name, x, None, f);
                     }
                 }
-                (trim.first, CowArray::from(x), all())
+                (trim.first, all())
             }
-            (None, _) => (trim.first, CowArray::from(x), all()),
+            (None, _) => (trim.first, all()),
         };
         let is_alerted = |i: usize| self.alerted.get(i).copied().unwrap_or(false);
         // Scores of the alert's windows set no held bar (NaN ends a held stretch); `v[0]` is
@@ -236,7 +245,7 @@ impl<'a> Plan<'a> {
         // Out-of-sample calibration: each baseline window's score by a model fitted on the
         // other folds (NaN where none could be fitted), and those models' in-sample scores.
         let forward = folds.pop().flatten().map(|f| f.unseen).unwrap_or_default();
-        let mut unseen = vec![f64::NAN; base.nrows()];
+        let mut unseen = vec![f64::NAN; kept.len()];
         let mut seen = Vec::new();
         for f in folds.into_iter().flatten() {
             for (&i, &s) in f.rows.iter().zip(&f.unseen) {

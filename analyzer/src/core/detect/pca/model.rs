@@ -18,6 +18,9 @@ const FULL_EIGEN_MAX_FEATURES: usize = 400;
 const MIN_RESIDUAL_SCALE: f64 = 0.2;
 /// Extra sketch columns of the randomized solver beyond the wanted rank.
 const OVERSAMPLE: usize = 10;
+/// Rows scored at once where a score needs matrices as wide as the baseline: a fit's peak
+/// memory is its count of baseline-sized copies, and blocks of rows keep these small.
+const ROWS_AT_ONCE: usize = 256;
 
 /// A fitted PCA detector.
 #[derive(Debug, Clone)]
@@ -46,20 +49,19 @@ impl PcaModel {
         scaler: Scaler,
         x: ArrayView2<f64>,
     ) -> (PcaModel, Array1<f64>) {
-        let mut z = scaler.transform(x);
-        let (n, q) = z.dim();
         // With robust scaling, components come from clipped z (see
         // `residual::CLIP`); the literal configuration keeps scikit-learn's
-        // plain covariance.
-        let mut est = match p.scaling {
-            Scaling::Standard => z.clone(),
-            _ => z.mapv(|v| v.clamp(-CLIP, CLIP)),
-        };
+        // plain covariance. One copy of the baseline at a time: the clipped z for the
+        // components, then z again for the scores.
+        let mut est = scaler.transform(x);
+        let (n, q) = est.dim();
+        if p.scaling != Scaling::Standard {
+            est.mapv_inplace(|v| v.clamp(-CLIP, CLIP));
+        }
         let mean = est
             .mean_axis(Axis(0))
             .expect("PcaParams::fit refuses fewer than 3 rows");
         est -= &mean;
-        z -= &mean;
         let denom = (n - 1) as f64;
         let total: f64 = est.iter().map(|v| v * v).sum::<f64>() / denom;
 
@@ -87,6 +89,9 @@ impl PcaModel {
             .count();
         let components = vectors.slice_axis(Axis(0), (0..keep).into()).to_owned();
         let variances = values.slice_axis(Axis(0), (0..keep).into()).to_owned();
+        drop(est);
+        let mut z = scaler.transform(x);
+        z -= &mean;
 
         let mut model = PcaModel {
             scaler,
@@ -101,8 +106,21 @@ impl PcaModel {
         // The baseline's component scores and residuals, computed once: the residual
         // scales come from them, and so do the baseline's scores.
         let t = z.dot(&model.components.t());
-        let r = matches!(p.score, PcaScore::TopK(_)).then(|| &z - &t.dot(&model.components));
-        if let Some(r) = &r {
+        let r = matches!(p.score, PcaScore::TopK(_)).then(|| {
+            let zero: Vec<bool> = z
+                .axis_iter(Axis(1))
+                .map(|c| c.iter().all(|v| v.abs() <= 1e-12))
+                .collect();
+            // The residuals in place of z, a block of rows at a time.
+            for (mut zb, tb) in z
+                .axis_chunks_iter_mut(Axis(0), ROWS_AT_ONCE)
+                .zip(t.axis_chunks_iter(Axis(0), ROWS_AT_ONCE))
+            {
+                zb -= &tb.dot(&model.components);
+            }
+            (z, zero)
+        });
+        if let Some((r, zero)) = &r {
             let mut center = Array1::zeros(q);
             let mut scale = Array1::zeros(q);
             let mut buf = Vec::with_capacity(n);
@@ -123,7 +141,7 @@ impl PcaModel {
                     } else {
                         s
                     }
-                } else if constant && z.column(j).iter().all(|v| v.abs() <= 1e-12) {
+                } else if constant && zero[j] {
                     1.0
                 } else {
                     0.0
@@ -132,7 +150,7 @@ impl PcaModel {
             model.isolation = Some(FaultIsolation::new(&model.components, &scale));
             model.residual = Some((center, scale));
         }
-        let scores = model.scores_projected(t, r);
+        let scores = model.scores_projected(t, r.map(|(r, _)| r));
         model.threshold = percentile(&scores.to_vec(), p.threshold_percentile);
         (model, scores)
     }
@@ -208,20 +226,21 @@ impl PcaModel {
         match self.score_kind {
             PcaScore::Mahalanobis => w.rows().into_iter().map(|r| r.dot(&r).sqrt()).collect(),
             PcaScore::TopK(k) => {
-                let rz = match r {
-                    Some(r) => self.residual_z(r),
-                    None => Array2::zeros((w.nrows(), self.mean.len())),
-                };
-                let mut buf = Vec::with_capacity(w.ncols() + rz.ncols());
-                w.rows()
-                    .into_iter()
-                    .zip(rz.rows())
-                    .map(|(a, b)| {
+                let mut buf = Vec::with_capacity(w.ncols() + self.mean.len());
+                let mut out = Vec::with_capacity(w.nrows());
+                for (i, wb) in w.axis_chunks_iter(Axis(0), ROWS_AT_ONCE).enumerate() {
+                    let rows = i * ROWS_AT_ONCE..i * ROWS_AT_ONCE + wb.nrows();
+                    let rz = match &r {
+                        Some(r) => self.residual_z(r.slice_axis(Axis(0), rows.into()).to_owned()),
+                        None => Array2::zeros((wb.nrows(), self.mean.len())),
+                    };
+                    out.extend(wb.rows().into_iter().zip(rz.rows()).map(|(a, b)| {
                         buf.clear();
                         buf.extend(a.iter().chain(b.iter()).map(|v| v.abs()));
                         top_k_mean(&mut buf, k)
-                    })
-                    .collect()
+                    }));
+                }
+                out.into()
             }
         }
     }

@@ -4,6 +4,9 @@ use super::Aggregate;
 use crate::core::detect::residual::Standardizer;
 use crate::core::detect::{percentile, Attribution, ColumnStatus, Detector};
 
+/// Rows standardized at once when the baseline is scored.
+const ROWS_AT_ONCE: usize = 256;
+
 /// A fitted z-score detector.
 #[derive(Debug, Clone)]
 pub struct ZScoreModel {
@@ -25,8 +28,12 @@ impl ZScoreModel {
             aggregate,
             threshold: 0.0,
         };
-        let z = m.std.transform(x);
-        let scores: Vec<f64> = z.rows().into_iter().map(|r| m.score_z(r)).collect();
+        // A block of rows at a time: no copy of the whole baseline.
+        let mut scores = Vec::with_capacity(x.nrows());
+        for block in x.axis_chunks_iter(ndarray::Axis(0), ROWS_AT_ONCE) {
+            let z = m.std.transform(block);
+            scores.extend(z.rows().into_iter().map(|r| m.score_z(r)));
+        }
         m.threshold = percentile(&scores, q);
         (m, scores.into())
     }
