@@ -3,7 +3,7 @@
 
     scripts/big_host_table.py [--scrapes 200] [--baseline 30m] [--passes 40] [--out DIR]
                               [--selection FILE] [--metric-set FILE] [--no-build]
-                              [--compare-families]
+                              [--compare-families] [--before-bench PATH]
 
 Generates a fixture root of a 2-socket, 96-CPU host with 2 NUMA nodes, 8 NVMe disks, 4
 InfiniBand ports and 8 GPUs (scripts/big_host_fixture.py) into a temporary directory, and
@@ -25,7 +25,8 @@ measures the same things on it and on this machine's own /proc and /sys, in one 
   perf and msr collectors would serve on a real host of its size (hardware perf counters, APERF/MPERF/TSC per CPU, C-state
   residency: the metric set's IPC, miss ratios, Busy% and Bzy_MHz) is added to the template.
   Reported: series stored, channels, feature columns, pass wall time (p50, p99; fetch and
-  engine means), analyzer CPU per pass, fit time and baseline windows, memory.
+  engine means), analyzer CPU per pass, fit time and baseline windows, memory (resident, and
+  as the allocator counts it: what the host holds after the passes, the most a fit adds).
 
 Prints the table (Markdown) and writes it with every figure to DIR/table.md and
 DIR/results.json, beside the selection and metric set it used, copied at the start
@@ -166,7 +167,7 @@ def with_cpu_counters(page, cpus):
     return page.replace("# EOF\n", "") + "\n".join(lines) + "\n"
 
 
-def analyze(label, page, args, out, analysis_extra=""):
+def analyze(label, page, args, out, analysis_extra="", before_bench=None):
     d = os.path.join(out, label)
     os.makedirs(d, exist_ok=True)
     template = os.path.join(d, "template.prom")
@@ -174,33 +175,42 @@ def analyze(label, page, args, out, analysis_extra=""):
         f.write(page)
     ns = argparse.Namespace(baseline=args.baseline, passes=args.passes, template=template, compare=False,
                             compare_fit=False, refit_every=None, metric_set=os.path.join(out, "analyzer.yml"),
-                            analysis_extra=analysis_extra)
-    return scale_bench.run_one(ns, 1, d)[0]
+                            analysis_extra=analysis_extra, before_bench=before_bench)
+    runs = scale_bench.run_one(ns, 1, d)
+    return (runs[0], runs[1]) if before_bench else runs[0]
 
 
 # Device families off: every per-device channel in the host's model, as before families.
 FAMILIES_OFF = "  families:\n    min_devices: 0\n"
 
 
-def families_table(hosts):
-    """The analyzer's cost with device families off and on, per host, from one run."""
+def families_table(hosts, base="analyzer_off", heading="families off → on"):
+    """The analyzer's cost with device families off and on (or an older build's, `base`, and
+    this one's), per host, from one run."""
     def cells(a):
         return ["%d / %d" % (a["channels_per_host"], a["features_per_host"]),
                 "%.0f / %.0f" % (1e3 * a["pass_wall_p50_s"], 1e3 * a["pass_wall_p99_s"]),
                 "%.0f / %.0f" % (1e3 * a["fetch_mean_s"], 1e3 * a["engine_mean_s"]),
                 "%.0f" % (1e3 * a["cpu_s_per_pass"]),
                 "%.2f" % a["fit_s"],
-                "%.0f" % a["mb_per_host"]]
+                "%.0f" % a["mb_per_host"],
+                "%s / %s" % (mb(a, "allocated_end_mb_per_host"), mb(a, "fit_peak_allocated_mb"))]
     names = ["channels / feature columns", "pass wall p50 / p99 ms (target ≤ 50)",
              "of it, mean: fetch / engine ms", "analyzer CPU per pass, ms", "fit, s (target ≤ 5)",
-             "analyzer memory for the host, MB (target ≤ 50)"]
-    head = "| | " + " | ".join("%s: families off → on" % k for k in hosts) + " |\n"
+             "analyzer memory for the host, MB (target ≤ 50)",
+             "of it allocated, MB: held after the passes / the fit's peak above the baseline"]
+    head = "| | " + " | ".join("%s: %s" % (k, heading) for k in hosts) + " |\n"
     head += "| --- |" + " --- |" * len(hosts) + "\n"
     rows = []
     for i, n in enumerate(names):
         rows.append("| %s | %s |" % (n, " | ".join(
-            "%s → %s" % (cells(h["analyzer_off"])[i], cells(h["analyzer"])[i]) for h in hosts.values())))
+            "%s → %s" % (cells(h[base])[i], cells(h["analyzer"])[i]) for h in hosts.values())))
     return head + "\n".join(rows) + "\n"
+
+
+def mb(a, key):
+    """A figure of cluster_bench in MB, or "—" from a build that did not count it."""
+    return "%.0f" % a[key] if key in a else "—"
 
 
 def table(hosts, selection, metric_set, entries):
@@ -245,6 +255,9 @@ def table(hosts, selection, metric_set, entries):
         ("fit, s (target ≤ 5), on baseline windows",
          both(lambda h: "%.2f on %d" % (h["analyzer"]["fit_s"], h["analyzer"]["baseline_windows_per_host"]))),
         ("analyzer memory for the host, MB", both(lambda h: "%.0f" % h["analyzer"]["mb_per_host"])),
+        ("of it allocated, MB: held after the passes / the fit's peak above the baseline",
+         both(lambda h: "%s / %s" % (mb(h["analyzer"], "allocated_end_mb_per_host"),
+                                     mb(h["analyzer"], "fit_peak_allocated_mb")))),
     ]
     head = "| | big host (generated fixture) | this machine |\n| --- | --- | --- |\n"
     return head + "\n".join("| %s %s" % (k, v) for k, v in rows) + "\n"
@@ -264,6 +277,9 @@ def main():
     ap.add_argument("--compare-families", action="store_true",
                     help="also run each host's analyzer with device families off (analysis.families."
                          "min_devices: 0) and print both, side by side")
+    ap.add_argument("--before-bench", default=None,
+                    help="an older build's cluster_bench (copied out of target/release/examples): "
+                         "run first on the same Prometheus data, and both printed, before → after")
     args = ap.parse_args()
     if not args.no_build:
         build()
@@ -302,13 +318,19 @@ def main():
         if label == "big":
             page = with_cpu_counters(page, h["shape"]["cpus"])
         print("%s: analyzer over %s of baseline ..." % (label, args.baseline), flush=True)
-        h["analyzer"] = analyze(label, page, args, out)
+        if args.before_bench:
+            h["analyzer_before"], h["analyzer"] = analyze(label, page, args, out,
+                                                          before_bench=args.before_bench)
+        else:
+            h["analyzer"] = analyze(label, page, args, out)
         if args.compare_families:
             print("%s: analyzer with device families off ..." % label, flush=True)
             h["analyzer_off"] = analyze(label + "-families-off", page, args, out, FAMILIES_OFF)
     text = table(hosts, selection, args.metric_set, entries)
     if args.compare_families:
         text += "\n" + families_table(hosts)
+    if args.before_bench:
+        text += "\n" + families_table(hosts, "analyzer_before", "before → after")
     for h in hosts.values():
         for k in ("exporter", "selected"):
             h[k].pop("page")

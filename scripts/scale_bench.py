@@ -141,12 +141,16 @@ def run_one(args, n, out):
         runs = [(True, False), (False, False)] if args.compare else [(False, False)]
         if args.compare_fit:
             runs = [(False, True), (False, False)]
-        for whole, inline in runs:
+        # An older build's cluster_bench first, on the same data (big_host_table.py --before-bench).
+        benches = [(os.path.join(EXAMPLES, "cluster_bench"), w, i) for w, i in runs]
+        if getattr(args, "before_bench", None):
+            benches.insert(0, (args.before_bench, False, False))
+        for bench_bin, whole, inline in benches:
             env = dict(os.environ, REVEAL_BENCH_WHOLE_SPAN="1" if whole else "0",
                        REVEAL_BENCH_INLINE_FIT="1" if inline else "0",
                        REVEAL_BENCH_PACE="1" if args.compare_fit else "0")
             bench = subprocess.run(
-                [os.path.join(EXAMPLES, "cluster_bench"), config, str(learn_from),
+                [bench_bin, config, str(learn_from),
                  str(score_from), str(args.passes), faults],
                 check=True, stdout=subprocess.PIPE, env=env,
                 stderr=open(os.path.join(out, "bench-%d.log" % n), "a"))

@@ -19,7 +19,9 @@
 //! Prints one JSON object (with the store's CPU seconds and `query_range` bytes per pass
 //! when the source is a Prometheus that serves its own `/metrics`): hosts, channels and
 //! features (the feature columns the detectors score) per host, the learn and fit times,
-//! resident memory before and after (and per host), per pass the wall time (mean, p50, p99,
+//! resident memory before and after (and per host), the bytes allocated per host once learned,
+//! once fitted and at the end, and the most the fit allocated above what it started with
+//! (counted by the allocator, whatever the system allocator keeps), per pass the wall time (mean, p50, p99,
 //! max) split into fetch, engine and cross-host, CPU seconds per pass, the hosts one core can
 //! follow at this stride, episodes opened against the faults of FAULTS.jsonl (if given), and
 //! the cross-host findings open after the last pass.
@@ -35,6 +37,11 @@ use reveal_analyzer::ingest::prometheus::PrometheusSource;
 use reveal_analyzer::ingest::TimeRange;
 use reveal_analyzer::online::{Engine, EngineParams, Outcome};
 use reveal_analyzer::outputs::metrics::SelfMetrics;
+
+#[path = "support/alloc_count.rs"]
+mod alloc_count;
+#[global_allocator]
+static ALLOC: alloc_count::Counting = alloc_count::Counting;
 
 /// Resident memory (VmRSS) in MB.
 fn rss_mb() -> f64 {
@@ -140,6 +147,7 @@ async fn main() -> anyhow::Result<()> {
         end_ms: to + step,
     };
     let rss0 = rss_mb();
+    let live0 = alloc_count::live_mb();
 
     // Learn the history a minute at a time, as the service does at start.
     let t = Instant::now();
@@ -158,9 +166,12 @@ async fn main() -> anyhow::Result<()> {
     }
     let learn_s = t.elapsed().as_secs_f64();
     anyhow::ensure!(hosts > 0, "no host in the source over the learning range");
+    let live_learned = alloc_count::live_mb();
     let t = Instant::now();
     let c = cpu_s();
+    alloc_count::mark();
     engine.refit_all(&metrics);
+    let (live_fitted, fit_peak) = (alloc_count::live_mb(), alloc_count::peak_mb());
     let (fit_s, fit_cpu) = (t.elapsed().as_secs_f64(), cpu_s() - c);
     let rss_fitted = rss_mb();
     let status = engine.status();
@@ -231,6 +242,16 @@ async fn main() -> anyhow::Result<()> {
         })
         .count();
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+    // What the source (its kept answers, its client) and the engine (baselines, models,
+    // episodes) each hold at the end: the memory each frees when dropped.
+    let live_end = alloc_count::live_mb();
+    drop(src);
+    let live_sourceless = alloc_count::live_mb();
+    drop(engine);
+    let (source_mb, engine_mb) = (
+        live_end - live_sourceless,
+        live_sourceless - alloc_count::live_mb(),
+    );
     let out = serde_json::json!({
         "fetch": if whole { "whole span" } else { "new points" },
         "hosts": hosts,
@@ -244,6 +265,12 @@ async fn main() -> anyhow::Result<()> {
         "rss_fitted_mb": rss_fitted,
         "rss_end_mb": rss_mb(),
         "mb_per_host": (rss_mb() - rss0) / hosts as f64,
+        "allocated_learned_mb_per_host": (live_learned - live0) / hosts as f64,
+        "allocated_fitted_mb_per_host": (live_fitted - live0) / hosts as f64,
+        "allocated_end_mb_per_host": (live_end - live0) / hosts as f64,
+        "allocated_source_mb": source_mb,
+        "allocated_engine_mb_per_host": engine_mb / hosts as f64,
+        "fit_peak_allocated_mb": fit_peak - live_learned,
         "passes": passes,
         "pass_wall_mean_s": mean(&wall),
         "pass_wall_p50_s": pct(&wall, 0.5),

@@ -7,7 +7,8 @@
 //! The recording: 30 minutes the service learns as its baseline, `--quiet-minutes` of the
 //! same host with no fault (false episodes are counted there), then seven 20 s faults 150 s
 //! apart. Prints, per path and setting: feature columns, fit and pass time, baseline memory
-//! (the feature rows the service keeps), and per fault whether two detectors found it, the
+//! (the feature rows the service keeps; and, counted by the allocator, what the host holds
+//! and the most its fit allocates), and per fault whether two detectors found it, the
 //! subsystem was right, the device named, and (service) the alert's delay. A measurement;
 //! `tests/wide_host.rs` asserts the families half of it on the same recording.
 
@@ -23,6 +24,11 @@ use reveal_analyzer::outputs::metrics::SelfMetrics;
 
 #[path = "../tests/support/wide_host.rs"]
 mod wide_host;
+
+#[path = "support/alloc_count.rs"]
+mod alloc_count;
+#[global_allocator]
+static ALLOC: alloc_count::Counting = alloc_count::Counting;
 use wide_host::{faults, host, judge, Flag};
 
 const T0: i64 = 1_760_000_000_000;
@@ -111,11 +117,15 @@ fn main() {
         let stride = 1000;
         let from = T0 + learn_s * 1000;
         let t = Instant::now();
+        let live0 = alloc_count::live_mb();
         engine.learn(&m, T0, from, &[], &metrics);
         let learned = t.elapsed().as_secs_f64();
+        let live_learned = alloc_count::live_mb();
         let t = Instant::now();
+        alloc_count::mark();
         engine.refit_all(&metrics);
         let fit = t.elapsed().as_secs_f64();
+        let (live_fitted, fit_peak) = (alloc_count::live_mb(), alloc_count::peak_mb());
         let status = engine.status();
         let until = T0 + (secs - 1) * 1000;
         let (mut flags, mut opened, mut pass_ms) = (Vec::new(), Vec::new(), Vec::new());
@@ -156,6 +166,13 @@ fn main() {
             status.baseline_windows,
             (status.feature_columns * status.baseline_windows * 8) as f64 / 1e6,
             false_alerts.len()
+        );
+        println!(
+            "memory (allocated, not resident): the host's baseline {:.1} MB, with its models \
+             {:.1} MB, the fit's peak {:.1} MB (all above what the recording holds)",
+            live_learned - live0,
+            live_fitted - live0,
+            fit_peak - live0
         );
         for f in &false_alerts {
             println!("  false alert at +{f}");
