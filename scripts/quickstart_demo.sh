@@ -171,7 +171,8 @@ lines = [re.sub(r"\x1b\[[0-9;]*m", "", l) for l in transcript.read_text().splitl
 start = next((i for i, l in enumerate(lines) if "[4/5]" in l), 0)
 kept, run = [], 0
 for l in lines[start:]:
-    if l.startswith("reveal following") or l.startswith("  ["):
+    # Blank lines and the shell's "Terminated" come from this script stopping the follow loop.
+    if l.startswith("reveal following") or l.startswith("  [") or l.strip() in ("", "Terminated"):
         continue
     if l.startswith("FLAGGED"):
         run += 1
