@@ -181,8 +181,11 @@ def gpus(root):
 
 
 def main():
-    if len(sys.argv) != 2:
-        sys.exit(__doc__.split("\n\n")[1])
+    if len(sys.argv) == 2 and sys.argv[1] in ("-h", "--help"):
+        print(__doc__)
+        return
+    if len(sys.argv) != 2 or sys.argv[1].startswith("-"):
+        sys.exit("usage: " + __doc__.split("\n\n")[1].strip())
     dest = sys.argv[1]
     for sub in ("proc", "sys"):
         shutil.rmtree(os.path.join(dest, sub), ignore_errors=True)
