@@ -192,6 +192,11 @@ pub fn relative(score: f64, threshold: f64) -> f64 {
     }
 }
 
+/// Rows a detector standardizes or scores at once where that takes matrices as wide as the
+/// baseline: a fit's peak memory is its count of baseline-sized copies, and blocks of rows keep
+/// these small (docs/benchmarks.md, "Memory per host").
+pub(crate) const ROWS_AT_ONCE: usize = 256;
+
 /// The `q`-th percentile (0–100), numpy's linear interpolation: see [`crate::core::stats`].
 pub use crate::core::stats::percentile;
 

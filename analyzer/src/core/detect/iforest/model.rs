@@ -5,7 +5,7 @@ use rand_chacha::ChaCha8Rng;
 use super::tree::Tree;
 use super::{average_path_length, ForestInput, IForestParams};
 use crate::core::detect::residual::Standardizer;
-use crate::core::detect::{percentile, Attribution, ColumnStatus, Detector};
+use crate::core::detect::{percentile, Attribution, ColumnStatus, Detector, ROWS_AT_ONCE};
 
 /// A fitted Isolation Forest.
 #[derive(Debug, Clone)]
@@ -50,7 +50,7 @@ impl IForestModel {
         let mut data = Vec::with_capacity(n * width);
         let mut row = Vec::new();
         // A block of rows standardized at a time: no copy of the whole baseline.
-        for block in x.axis_chunks_iter(Axis(0), 256) {
+        for block in x.axis_chunks_iter(Axis(0), ROWS_AT_ONCE) {
             for z in model.std.transform(block).rows() {
                 model.embed_z(z, &mut row, None);
                 data.extend_from_slice(&row);

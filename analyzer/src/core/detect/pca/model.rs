@@ -6,7 +6,7 @@ use crate::core::detect::residual::{
     full_eigen, signal_rank, FaultIsolation, WorkloadModel, CLIP, NULL_VARIANCE,
 };
 use crate::core::detect::scale::{median_spread, Scaler, Scaling};
-use crate::core::detect::{percentile, Attribution, ColumnStatus, Detector};
+use crate::core::detect::{percentile, Attribution, ColumnStatus, Detector, ROWS_AT_ONCE};
 
 /// Above this many used features, `Signal` components use the randomized solver.
 const FULL_EIGEN_MAX_FEATURES: usize = 400;
@@ -18,9 +18,6 @@ const FULL_EIGEN_MAX_FEATURES: usize = 400;
 const MIN_RESIDUAL_SCALE: f64 = 0.2;
 /// Extra sketch columns of the randomized solver beyond the wanted rank.
 const OVERSAMPLE: usize = 10;
-/// Rows scored at once where a score needs matrices as wide as the baseline: a fit's peak
-/// memory is its count of baseline-sized copies, and blocks of rows keep these small.
-const ROWS_AT_ONCE: usize = 256;
 
 /// A fitted PCA detector.
 #[derive(Debug, Clone)]

@@ -2,10 +2,7 @@ use ndarray::{ArrayView1, ArrayView2};
 
 use super::Aggregate;
 use crate::core::detect::residual::Standardizer;
-use crate::core::detect::{percentile, Attribution, ColumnStatus, Detector};
-
-/// Rows standardized at once when the baseline is scored.
-const ROWS_AT_ONCE: usize = 256;
+use crate::core::detect::{percentile, Attribution, ColumnStatus, Detector, ROWS_AT_ONCE};
 
 /// A fitted z-score detector.
 #[derive(Debug, Clone)]
