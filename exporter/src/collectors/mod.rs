@@ -25,6 +25,7 @@ pub mod netstat;
 pub mod numa;
 pub mod perf;
 pub mod perf_group;
+pub mod pressure;
 pub mod rapl;
 pub mod sockstat;
 pub mod softirqs;
@@ -148,6 +149,13 @@ Entry {
     help: "Virtual memory event counters (faults, swap, reclaim scans and steals) from /proc/vmstat",
     metrics: vmstat::METRICS,
     new: |s| Box::new(vmstat::VmstatCollector::new(s)),
+},
+Entry {
+    name: "pressure",
+    default_enabled: true,
+    help: "Pressure stall information: time tasks stalled on CPU, IRQs, memory and I/O from /proc/pressure",
+    metrics: pressure::METRICS,
+    new: |s| Box::new(pressure::PressureCollector::new(s)),
 },
 Entry {
     name: "numa",

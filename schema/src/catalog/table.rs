@@ -370,6 +370,22 @@ pub(super) static METRICS: &[Metric] = &[
         labels: &["event"],
     },
     Metric {
+        name: "reveal_cpu_pressure_stalled_seconds_total",
+        labels: &["kind"],
+    },
+    Metric {
+        name: "reveal_cpu_irq_pressure_stalled_seconds_total",
+        labels: &["kind"],
+    },
+    Metric {
+        name: "reveal_memory_pressure_stalled_seconds_total",
+        labels: &["kind"],
+    },
+    Metric {
+        name: "reveal_storage_pressure_stalled_seconds_total",
+        labels: &["kind"],
+    },
+    Metric {
         name: "reveal_memory_numa_events_total",
         labels: &["node", "event"],
     },
