@@ -84,6 +84,10 @@ pub struct Service {
     last_warmup_log: Option<Instant>,
     /// Whether the baseline was filled from history since start.
     learned: bool,
+    /// Whether a history read found the source empty. It is not read again pass after pass
+    /// (one baseline of history every second, thousands of requests, was the analyzer's own
+    /// start in the telemetry it learns); the first pass whose windows hold series reads it.
+    history_empty: bool,
     /// What alerts are stamped with: never back in time ([`steady`]).
     clock: steady::SteadyClock,
     /// Since when the wall clock has been behind the last analyzed window (it stepped back).
@@ -149,16 +153,16 @@ impl Service {
             );
             after = oldest;
         }
-        if !self.learned {
+        if !self.learned && !self.history_empty {
             match self.learn_history(oldest, after).await {
                 Err(e) => {
                     self.fetch_failed(e).await;
                     return;
                 }
                 // A source that has no series yet (a Prometheus that has just come up and
-                // not yet taken the first scrape or remote write) is read again next pass,
-                // so history that arrives late still fills the baseline.
-                Ok(0) => {}
+                // not yet taken the first scrape or remote write) is read again once the
+                // passes find series, so history that arrives late still fills the baseline.
+                Ok(0) => self.history_empty = true,
                 Ok(_) => self.learned = true,
             }
         }
@@ -317,13 +321,28 @@ impl Service {
     /// Returns how many host matrices the history held.
     async fn learn_history(&mut self, from: i64, until: i64) -> Result<usize, SourceError> {
         const MIN_CHUNK_MS: i64 = 5_000;
-        let mut chunk = 60_000;
+        const CHUNK_MS: i64 = 60_000;
+        // A stretch with no series is asked for in chunks twice as long each time, up to
+        // what a range query may return (Prometheus refuses more than 11,000 points a
+        // series): a baseline of history before a new Prometheus's first scrape is a few
+        // requests per expression, not one a minute.
+        let step = self.config.analysis.step.0.as_millis() as i64;
+        let longest = (step * 10_000).max(CHUNK_MS);
+        let mut chunk = CHUNK_MS;
         let mut a = from;
         let mut seen = 0;
         while a < until {
             let b = (a + chunk).min(until);
             let fetched = match self.fetch(a, b).await {
-                Ok(f) => f,
+                Ok(f) if f.is_empty() => {
+                    chunk = (chunk * 2).min(longest);
+                    a = b;
+                    continue;
+                }
+                Ok(f) => {
+                    chunk = chunk.min(CHUNK_MS);
+                    f
+                }
                 Err(e) if chunk > MIN_CHUNK_MS => {
                     self.metrics.query_failures.inc();
                     chunk /= 2;
@@ -350,7 +369,7 @@ impl Service {
             a = b;
         }
         if seen == 0 {
-            tracing::debug!("the source holds no history yet; read again next pass");
+            tracing::debug!("the source holds no history yet; read again once the passes find series");
             return Ok(0);
         }
         let st = self.engine.status();

@@ -152,6 +152,7 @@ impl Service {
                 reports,
                 last_warmup_log: None,
                 learned: false,
+                history_empty: false,
                 clock: super::steady::SteadyClock::new(),
                 clock_behind_since: None,
                 skipped_since_log: Default::default(),
