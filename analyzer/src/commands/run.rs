@@ -369,7 +369,9 @@ impl Service {
             a = b;
         }
         if seen == 0 {
-            tracing::debug!("the source holds no history yet; read again once the passes find series");
+            tracing::debug!(
+                "the source holds no history yet; read again once the passes find series"
+            );
             return Ok(0);
         }
         let st = self.engine.status();
