@@ -66,6 +66,8 @@ pub struct Flags {
     pub interrupts: crate::collectors::interrupts::InterruptsArgs,
     #[command(flatten)]
     pub gpu: crate::collectors::gpu::GpuArgs,
+    #[command(flatten)]
+    pub cgroups: crate::collectors::cgroups::CgroupsArgs,
 }
 
 /// The parsed command line: flags plus the resolved set of enabled collectors.
@@ -137,6 +139,7 @@ fn from_matches(m: &ArgMatches) -> Result<Cli, clap::Error> {
         diskstats: flags.diskstats.clone(),
         interrupts: flags.interrupts.clone(),
         gpu: flags.gpu.clone(),
+        cgroups: flags.cgroups.clone(),
         ..Settings::default()
     };
     // Bad files are refused here, at start, with clap's usage error and exit status.

@@ -386,6 +386,62 @@ pub(super) static METRICS: &[Metric] = &[
         labels: &["kind"],
     },
     Metric {
+        name: "reveal_cpu_cgroup_usage_seconds_total",
+        labels: &["cgroup", "pod_uid"],
+    },
+    Metric {
+        name: "reveal_cpu_cgroup_time_seconds_total",
+        labels: &["cgroup", "pod_uid", "mode"],
+    },
+    Metric {
+        name: "reveal_cpu_cgroup_throttled_periods_total",
+        labels: &["cgroup", "pod_uid"],
+    },
+    Metric {
+        name: "reveal_cpu_cgroup_throttled_seconds_total",
+        labels: &["cgroup", "pod_uid"],
+    },
+    Metric {
+        name: "reveal_cpu_cgroup_pressure_stalled_seconds_total",
+        labels: &["cgroup", "pod_uid", "kind"],
+    },
+    Metric {
+        name: "reveal_memory_cgroup_usage_bytes",
+        labels: &["cgroup", "pod_uid"],
+    },
+    Metric {
+        name: "reveal_memory_cgroup_events_total",
+        labels: &["cgroup", "pod_uid", "event"],
+    },
+    Metric {
+        name: "reveal_memory_cgroup_pressure_stalled_seconds_total",
+        labels: &["cgroup", "pod_uid", "kind"],
+    },
+    Metric {
+        name: "reveal_storage_cgroup_read_bytes_total",
+        labels: &["cgroup", "pod_uid"],
+    },
+    Metric {
+        name: "reveal_storage_cgroup_written_bytes_total",
+        labels: &["cgroup", "pod_uid"],
+    },
+    Metric {
+        name: "reveal_storage_cgroup_reads_total",
+        labels: &["cgroup", "pod_uid"],
+    },
+    Metric {
+        name: "reveal_storage_cgroup_writes_total",
+        labels: &["cgroup", "pod_uid"],
+    },
+    Metric {
+        name: "reveal_storage_cgroup_pressure_stalled_seconds_total",
+        labels: &["cgroup", "pod_uid", "kind"],
+    },
+    Metric {
+        name: "reveal_cpu_cgroups_folded",
+        labels: &[],
+    },
+    Metric {
         name: "reveal_memory_numa_events_total",
         labels: &["node", "event"],
     },
