@@ -11,14 +11,33 @@ and commit both. Standard library only.
 Queries use the recording rules of rules/recording.rules.yml where one exists, so a panel and
 the analyzer show the same derived metric. Raw counters use $__rate_interval (Grafana sets it
 to at least four times the datasource's 1 s time interval).
+
+Every panel, query and variable reads the `datasource` variable (any Prometheus datasource;
+empty current value: Grafana picks the default one, the provisioned Reveal Prometheus in
+docker-compose), never a fixed uid, so the files import into any Grafana. `__inputs` makes
+Grafana's "Import dashboard" ask for a Prometheus datasource; nothing refers to
+${DS_PROMETHEUS}, which a provisioned (file) dashboard would leave unresolved. The exporter's
+series are selected by `job` and `instance` variables (instance chained on job); the
+analyzer's remote-written series carry no job label, so those are selected by instance only.
 """
 
 import json
 import pathlib
 
-PROM = {"type": "prometheus", "uid": "reveal-prometheus"}
-# The Alertmanager plugin lists alerts with their annotations (the analyzer's claims) as a table.
-AM_TABLE = {"type": "camptocamp-prometheus-alertmanager-datasource", "uid": "reveal-alertmanager-table"}
+# The dashboard's datasource variable: whichever Prometheus the viewer picks.
+PROM = {"type": "prometheus", "uid": "${datasource}"}
+GRAFANA_VERSION = "11.2.0"  # docker-compose.yml's grafana/grafana-oss image
+# What "Import dashboard" reads: the input it asks for, and what the dashboard needs.
+INPUTS = [{
+    "name": "DS_PROMETHEUS",
+    "label": "Prometheus",
+    "description": "The Prometheus that scrapes reveal-exporter and receives the analyzer's series",
+    "type": "datasource",
+    "pluginId": "prometheus",
+    "pluginName": "Prometheus",
+}]
+PANEL_NAMES = {"timeseries": "Time series", "stat": "Stat", "bargauge": "Bar gauge",
+               "heatmap": "Heatmap", "table": "Table"}
 
 OUT = pathlib.Path(__file__).resolve().parent / "dashboards"
 
@@ -174,33 +193,68 @@ def table(title, expr, description=""):
     }
 
 
-def claims_table(title, matchers, description=""):
-    """Open alerts from Alertmanager, with their summary (the top claim) and description."""
+def flagged_table(title, instance_matcher, description=""):
+    """Hosts and subsystems of the windows two or more detectors flagged over the time range,
+    from the analyzer's remote-written series: the value is the most detectors that agreed,
+    shown as the alert's severity (2 warning, 3 critical)."""
+    i = instance_matcher
+    expr = (f"max by (instance, subsystem) (max_over_time(("
+            f"(reveal_anomaly_agreement{{{i}}} >= 2) * on (instance) group_right () "
+            f"(reveal_anomaly_subsystem{{{i}}} >= bool 0.25 == 1)"
+            f")[$__range:$__interval]))")
     return {
         "type": "table",
         "title": title,
         "description": description,
-        "datasource": AM_TABLE,
-        "targets": [{
-            "datasource": AM_TABLE,
-            "refId": "A",
-            # An Alertmanager matcher list (not PromQL): which alerts to list.
-            "expr": matchers,
-            "receiver": "",
-            "active": True,
-            "silenced": False,
-            "inhibited": False,
-            "legendFormat": "",
-        }],
-        "fieldConfig": {"defaults": {}, "overrides": []},
-        "options": {"showHeader": True, "sortBy": [{"displayName": "severity", "desc": False}]},
+        "datasource": PROM,
+        "targets": [target(expr, "", format="table", instant=True, range=False)],
+        "fieldConfig": {
+            "defaults": {},
+            "overrides": [{
+                "matcher": {"id": "byName", "options": "Value"},
+                "properties": [
+                    {"id": "displayName", "value": "severity (detectors agreeing)"},
+                    {"id": "mappings", "value": [{"type": "value", "options": {
+                        "2": {"text": "warning (2)", "color": "orange", "index": 0},
+                        "3": {"text": "critical (3)", "color": "red", "index": 1},
+                    }}]},
+                    {"id": "custom.cellOptions", "value": {"type": "color-background"}},
+                ],
+            }],
+        },
+        "options": {"showHeader": True,
+                    "sortBy": [{"displayName": "severity (detectors agreeing)", "desc": True}]},
         "transformations": [{"id": "organize", "options": {
-            "indexByName": {"startsAt": 0, "severity": 1, "instance": 2, "subsystem": 3, "summary": 4, "description": 5},
+            "excludeByName": {"Time": True},
+            "indexByName": {"instance": 0, "subsystem": 1, "Value": 2},
         }}],
     }
 
 
-def variable(name, query, multi=False, label=None):
+def datasource_variable():
+    """Which Prometheus the dashboard reads; empty current value: Grafana's default one."""
+    return {
+        "name": "datasource",
+        "label": "Data source",
+        "type": "datasource",
+        "query": "prometheus",
+        "regex": "",
+        "refresh": 1,
+        "hide": 0,
+        "multi": False,
+        "includeAll": False,
+        "current": {},
+        "options": [],
+    }
+
+
+def job_variable():
+    """The exporter's scrape job(s): `reveal` in rules/prometheus.yml, any name elsewhere."""
+    return variable("job", "label_values(reveal_cpu_time_seconds_total, job)", multi=True, all_value=".+")
+
+
+def variable(name, query, multi=False, label=None, all_value=".+"):
+    """A query variable; with multi, "All" selects all_value (None: every listed value)."""
     return {
         "name": name,
         "label": label or name,
@@ -212,14 +266,24 @@ def variable(name, query, multi=False, label=None):
         "sort": 1,
         "multi": multi,
         "includeAll": multi,
-        "allValue": ".+" if multi else None,
+        "allValue": all_value if multi else None,
         "current": {},
         "options": [],
     }
 
 
+def requires(layout):
+    """__requires: Grafana, the Prometheus datasource and the panel types the dashboard uses."""
+    kinds = sorted({p["type"] for p in layout.panels if p["type"] != "row"})
+    return ([{"type": "grafana", "id": "grafana", "name": "Grafana", "version": GRAFANA_VERSION},
+             {"type": "datasource", "id": "prometheus", "name": "Prometheus", "version": "1.0.0"}]
+            + [{"type": "panel", "id": k, "name": PANEL_NAMES[k], "version": ""} for k in kinds])
+
+
 def dashboard(uid, title, description, layout, variables, annotations=(), refresh="5s", span="now-15m"):
     return {
+        "__inputs": INPUTS,
+        "__requires": requires(layout),
         "uid": uid,
         "title": title,
         "description": description,
@@ -231,7 +295,7 @@ def dashboard(uid, title, description, layout, variables, annotations=(), refres
         "version": 1,
         "time": {"from": span, "to": "now"},
         "timezone": "browser",
-        "templating": {"list": list(variables)},
+        "templating": {"list": [datasource_variable()] + list(variables)},
         "annotations": {"list": [{
             "builtIn": 1,
             "datasource": {"type": "grafana", "uid": "-- Grafana --"},
@@ -279,7 +343,7 @@ def episode_annotations(instance_matcher):
 
 
 def host():
-    i = 'instance="$instance"'
+    i = 'job=~"$job",instance="$instance"'
     L = Layout()
     L.row("CPU")
     L.add(timeseries("CPU utilization", [
@@ -416,7 +480,8 @@ def host():
     return dashboard(
         "reveal-host", "Reveal / Host overview",
         "One host's telemetry by subsystem: the exporter's series and the recording rules' derived metrics.",
-        L, [variable("instance", "label_values(reveal_cpu_time_seconds_total, instance)")],
+        L, [job_variable(), variable("instance", 'label_values(reveal_cpu_time_seconds_total{job=~"$job"}, instance)')],
+        # The analyzer's series and the alerts carry no job (or another one): instance only.
         annotations=episode_annotations('instance="$instance"'),
     )
 
@@ -444,21 +509,31 @@ def anomalies():
                    f"sum by (subsystem) (sum_over_time(reveal_anomaly_subsystem{{{i}}}[$__range]))",
                    "{{subsystem}}", description="Which subsystems the flagged windows of the range point at."),
           w=8)
-    L.add(claims_table("Top claims (open alerts)", 'alertname=~"Reveal.*"',
-                       description="Open Reveal alerts from Alertmanager: the summary is the analyzer's top claim."),
+    L.add(flagged_table("Flagged subsystems over the time range", i,
+                        description="Hosts and subsystems with a quarter or more of the attribution of a window two or "
+                                    "more detectors flag (RevealAnomalyDetected's condition), from the analyzer's "
+                                    "series: the most detectors agreeing, 2 warning, 3 critical. The claims themselves "
+                                    "are in the analyzer's alerts (Grafana's Alerting > Active notifications with the "
+                                    "Alertmanager datasource, or Alertmanager's UI) and its windows.jsonl."),
           w=16)
     L.add(table("Firing alerting rules",
                 f'ALERTS{{alertname=~"Reveal.*",alertstate="firing",{i}}}',
                 description="Alerts Prometheus evaluates from rules/alerting.rules.yml."), w=24, h=6)
     return dashboard(
         "reveal-anomalies", "Reveal / Anomalies",
-        "What the analyzer finds: detector scores against their thresholds, agreement, attribution, episodes and claims.",
-        L, [variable("instance", "label_values(reveal_anomaly_agreement, instance)", multi=True)],
+        "What the analyzer finds: detector scores against their thresholds, agreement, attribution, episodes and "
+        "the subsystems they flag.",
+        # The analyzer's series carry no job label: the job narrows the instances, and "All"
+        # instances means every listed one (no catch-all regex), so the job applies to the panels.
+        L, [job_variable(),
+            variable("instance", 'label_values(reveal_cpu_time_seconds_total{job=~"$job"}, instance)', multi=True,
+                     all_value=None)],
         annotations=episode_annotations(i),
     )
 
 
 def cluster():
+    j = 'job=~"$job"'
     L = Layout()
     L.add(heatmap("Cross-host deviation (worst subsystem per host)",
                   "max by (instance) (reveal_host_deviation)", "{{instance}}", maximum=7,
@@ -470,22 +545,23 @@ def cluster():
     L.add(heatmap("Detector agreement per host", "max by (instance) (reveal_anomaly_agreement)", "{{instance}}"),
           w=24, h=8)
     L.add(timeseries("CPU utilization per host", [
-        ("instance:reveal_cpu_utilization:ratio1s", "{{instance}}"),
+        (f"instance:reveal_cpu_utilization:ratio1s{{{j}}}", "{{instance}}"),
     ], unit="percentunit", minimum=0, maximum=1), w=12)
     L.add(timeseries("Memory utilization per host", [
-        ("instance:reveal_memory_utilization:ratio", "{{instance}}"),
+        (f"instance:reveal_memory_utilization:ratio{{{j}}}", "{{instance}}"),
     ], unit="percentunit", minimum=0, maximum=1), w=12)
     L.add(timeseries("HugePages in use per host", [
-        ('sum by (instance, size) (reveal_memory_hugepages_pool{state="total"} - ignoring(state) reveal_memory_hugepages_pool{state="free"})',
+        (f'sum by (instance, size) (reveal_memory_hugepages_pool{{{j},state="total"}} - ignoring(state) reveal_memory_hugepages_pool{{{j},state="free"}})',
          "{{instance}} {{size}}"),
     ], unit="short"), w=12)
     L.add(timeseries("Network received per host", [
-        ("instance:reveal_network_receive_bytes:rate1s", "{{instance}}"),
+        (f"instance:reveal_network_receive_bytes:rate1s{{{j}}}", "{{instance}}"),
     ], unit="Bps"), w=12)
     return dashboard(
         "reveal-cluster", "Reveal / Cluster",
         "Hosts side by side: which host deviates from its peers (the analyzer's cross-host findings) and the metrics behind it.",
-        L, [], refresh="10s", span="now-1h",
+        # The deviation and agreement heatmaps read the analyzer's series (no job label): all hosts.
+        L, [job_variable()], refresh="10s", span="now-1h",
     )
 
 

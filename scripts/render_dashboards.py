@@ -2,15 +2,16 @@
 """Renders every panel of Reveal's Grafana dashboards to PNG, from a live Prometheus.
 
 Each dashboard in grafana/dashboards/ becomes one PNG in the Grafana layout: every panel's
-queries are run against Prometheus (and the claims table against Alertmanager) over the last
-minutes and plotted, so the README can show what the dashboards look like on real data
-without a Grafana. Start the stack first, e.g.
+queries are run against Prometheus over the last minutes and plotted, so the README can show
+what the dashboards look like on real data without a Grafana. Start the stack first, e.g.
 
     scripts/quickstart.sh --demo-fault          # in one terminal; wait for the fault's alert
     python3 scripts/render_dashboards.py --minutes 10 --out docs/dashboards
 
 Requirements: scripts/requirements-render.txt (matplotlib). Only the standard library
-otherwise; Grafana's variables are filled as Grafana would for one host.
+otherwise; Grafana's variables are filled as Grafana would for one host: `job` as "All" (every
+exporter job), `instance` as the first host of those jobs; the `datasource` variable is the
+Prometheus given here.
 """
 
 import argparse
@@ -73,18 +74,26 @@ def scale(unit):
     }.get(unit, (1, ""))
 
 
+# The job variable's "All" (its allValue): every exporter job.
+ALL_JOBS = ".+"
+
+
 def substitute(expr, instance, minutes):
     escaped = re.escape(instance).replace("\\", "\\\\")
     return (expr.replace("$__rate_interval", "4s").replace("$__interval", "1s")
             .replace("$__range", f"{minutes}m").replace('=~"$instance"', f'=~"{escaped}"')
-            .replace("$instance", instance))
+            .replace("$instance", instance).replace("$job", ALL_JOBS))
 
 
-def first_instance(prom, dashboard, at):
+def first_instance(prom, dashboard, at, minutes):
+    """The first value of the instance variable (label_values(selector, instance), the
+    selector chained on $job); "" for a dashboard without one."""
     for v in dashboard.get("templating", {}).get("list", []):
-        m = re.match(r"label_values\(([^,]+),\s*(\w+)\)", v["query"]["query"])
+        if v.get("type") != "query" or v.get("name") != "instance":
+            continue
+        m = re.match(r"label_values\((.+),\s*(\w+)\)$", v["query"]["query"])
         if m:
-            r = prom.instant(f"count by ({m.group(2)}) ({m.group(1)})", at)
+            r = prom.instant(f"count by ({m.group(2)}) ({substitute(m.group(1), '', minutes)})", at)
             values = sorted(s["metric"].get(m.group(2), "") for s in r)
             if values:
                 return values[0]
@@ -175,7 +184,9 @@ def draw_instant(ax, prom, panel, instance, at, minutes, kind):
     for s in prom.instant(substitute(t["expr"], instance, minutes), at):
         rows.append((legend(t.get("legendFormat", ""), s["metric"], t["expr"]), float(s["value"][1]), s["metric"]))
     if not rows:
-        no_data(ax, "none firing" if "ALERTS" in t["expr"] else "no data in this run")
+        why = ("none firing" if "ALERTS" in t["expr"] else
+               "no flagged windows" if "reveal_anomaly_agreement" in t["expr"] else "no data in this run")
+        no_data(ax, why)
         return
     if kind == "bargauge":
         rows.sort(key=lambda r: r[1])
@@ -191,34 +202,31 @@ def draw_instant(ax, prom, panel, instance, at, minutes, kind):
                     color = st["color"]
             ax.text(0.5, 0.7 - i * 0.3, f"{v:g}", ha="center", fontsize=20, color=color, transform=ax.transAxes)
             ax.text(0.5, 0.55 - i * 0.3, name, ha="center", fontsize=7, transform=ax.transAxes)
-    else:  # table of labels
+    else:  # table of labels, and of the value where the panel maps it to text (a severity)
         ax.axis("off")
         keys = sorted({k for _, _, m in rows for k in m if k not in ("__name__", "job")})
         cells = [[m.get(k, "") for k in keys] for _, _, m in rows[:8]]
+        value = value_column(panel)
+        if value:
+            name, texts = value
+            keys.append(name)
+            for cell, (_, v, _) in zip(cells, rows[:8]):
+                cell.append(texts.get(f"{v:g}", f"{v:g}"))
         tab = ax.table(cellText=cells, colLabels=keys, loc="upper center", cellLoc="left")
         tab.auto_set_font_size(False)
         tab.set_fontsize(6)
 
 
-def draw_claims(ax, am, panel):
-    t = panel["targets"][0]
-    url = f"{am.rstrip('/')}/api/v2/alerts?active=true&filter={urllib.parse.quote(t['expr'])}"
-    alerts = get_json(url)
-    ax.axis("off")
-    if not alerts:
-        no_data(ax, "no open alerts")
-        return
-    alerts.sort(key=lambda a: (a["labels"].get("severity", ""), a.get("startsAt", "")))
-    cells = []
-    for a in alerts[:8]:
-        lab, ann = a["labels"], a.get("annotations", {})
-        summary = ann.get("summary", "")
-        cells.append([a.get("startsAt", "")[11:19], lab.get("severity", ""), lab.get("alertname", ""),
-                      lab.get("subsystem", ""), summary[:90] + ("…" if len(summary) > 90 else "")])
-    tab = ax.table(cellText=cells, colLabels=["since", "severity", "alert", "subsystem", "summary (top claim)"],
-                   loc="upper center", cellLoc="left", colWidths=[0.08, 0.08, 0.15, 0.08, 0.61])
-    tab.auto_set_font_size(False)
-    tab.set_fontsize(6)
+def value_column(panel):
+    """(column name, {value: text}) of a table panel whose Value field has value mappings."""
+    for o in panel.get("fieldConfig", {}).get("overrides", []):
+        if o.get("matcher", {}).get("options") != "Value":
+            continue
+        props = {pr["id"]: pr["value"] for pr in o.get("properties", [])}
+        texts = {k: m.get("text", k) for mapping in props.get("mappings", []) for k, m in mapping.get("options", {}).items()}
+        if texts:
+            return props.get("displayName", "Value"), texts
+    return None
 
 
 def draw_heatmap(ax, prom, panel, instance, start, end, step, minutes):
@@ -249,12 +257,12 @@ def draw_heatmap(ax, prom, panel, instance, start, end, step, minutes):
     plt.colorbar(im, ax=ax, fraction=0.02, pad=0.01)
 
 
-def render(path, prom, am, minutes, out):
+def render(path, prom, minutes, out):
     d = json.loads(path.read_text())
     end = time.time()
     start = end - minutes * 60
     step = max(1.0, round(minutes * 60 / 400))
-    instance = first_instance(prom, d, end)
+    instance = first_instance(prom, d, end, minutes)
     panels = [p for p in d["panels"] if p["type"] != "row"]
     rows = [p for p in d["panels"] if p["type"] == "row"]
     height = max(p["gridPos"]["y"] + p["gridPos"]["h"] for p in d["panels"])
@@ -273,9 +281,7 @@ def render(path, prom, am, minutes, out):
         ax = fig.add_subplot(gs[g["y"]:g["y"] + g["h"] - 1, g["x"]:g["x"] + g["w"]])
         ax.set_title(p["title"], fontsize=8, loc="left")
         kind = p["type"]
-        if p.get("datasource", {}).get("type", "").startswith("camptocamp"):
-            draw_claims(ax, am, p)
-        elif kind == "timeseries":
+        if kind == "timeseries":
             draw_timeseries(ax, prom, p, instance, start, end, step, minutes, shade)
         elif kind == "heatmap":
             draw_heatmap(ax, prom, p, instance, start, end, step, minutes)
@@ -292,7 +298,8 @@ def render(path, prom, am, minutes, out):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--prometheus", default="http://127.0.0.1:19090")
-    ap.add_argument("--alertmanager", default="http://127.0.0.1:19093")
+    # No panel reads Alertmanager any more; accepted so that older callers keep working.
+    ap.add_argument("--alertmanager", default="http://127.0.0.1:19093", help=argparse.SUPPRESS)
     ap.add_argument("--minutes", type=int, default=10)
     ap.add_argument("--dashboards", default=str(ROOT / "grafana" / "dashboards"))
     ap.add_argument("--out", default=str(ROOT / "docs" / "dashboards"))
@@ -300,7 +307,7 @@ def main():
     out = pathlib.Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     for path in sorted(pathlib.Path(a.dashboards).glob("*.json")):
-        render(path, Prom(a.prometheus), a.alertmanager, a.minutes, out)
+        render(path, Prom(a.prometheus), a.minutes, out)
 
 
 if __name__ == "__main__":

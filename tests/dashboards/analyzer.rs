@@ -76,7 +76,7 @@ fn the_analyzers_own_series_fit_the_dashboards() {
     let deviations = seen("reveal_host_deviation");
     eprintln!("this run: flagged {flagged}, all three {all_three}, alerts {alerts}, deviations {deviations}");
 
-    let (promql, _) = dashboard_queries();
+    let promql = dashboard_queries();
     let over_analyzer: Vec<Query> = promql
         .into_iter()
         .chain(rules().into_iter().map(|(_, q)| q))

@@ -96,22 +96,30 @@ pub fn ds_type(v: &Value) -> &str {
     v["datasource"]["type"].as_str().unwrap_or("")
 }
 
-/// PromQL of the dashboards, and the Alertmanager matchers of their alert tables.
-pub fn dashboard_queries() -> (Vec<Query>, Vec<Query>) {
-    let (mut promql, mut matchers) = (Vec::new(), Vec::new());
+/// The `job` label of the exporter's scrape job in rules/prometheus.yml (and in this test's
+/// Prometheus): what the dashboards' `$job` variable selects.
+pub const EXPORTER_JOB: &str = "reveal";
+
+/// A dashboard's panels, those inside collapsed rows included.
+pub fn all_panels(d: &Value) -> Vec<Value> {
+    let mut panels: Vec<Value> = d["panels"].as_array().unwrap().clone();
+    let nested: Vec<Value> = panels
+        .iter()
+        .flat_map(|p| p["panels"].as_array().cloned().unwrap_or_default())
+        .collect();
+    panels.extend(nested);
+    panels
+}
+
+/// PromQL of the dashboards: panels, annotations, and the series their query variables ask for.
+pub fn dashboard_queries() -> Vec<Query> {
+    let mut promql = Vec::new();
     for (file, d) in dashboards() {
         assert_eq!(
             d["editable"], false,
             "{file}: dashboards are provisioned read-only"
         );
-        let mut panels: Vec<Value> = d["panels"].as_array().unwrap().clone();
-        // Collapsed rows carry their panels inside.
-        let nested: Vec<Value> = panels
-            .iter()
-            .flat_map(|p| p["panels"].as_array().cloned().unwrap_or_default())
-            .collect();
-        panels.extend(nested);
-        for p in &panels {
+        for p in &all_panels(&d) {
             for t in p["targets"].as_array().into_iter().flatten() {
                 let q = Query {
                     origin: format!(
@@ -123,7 +131,6 @@ pub fn dashboard_queries() -> (Vec<Query>, Vec<Query>) {
                 };
                 match ds_type(t) {
                     "prometheus" => promql.push(q),
-                    "camptocamp-prometheus-alertmanager-datasource" => matchers.push(q),
                     other => panic!("{}: unexpected datasource {other:?}", q.origin),
                 }
             }
@@ -137,13 +144,20 @@ pub fn dashboard_queries() -> (Vec<Query>, Vec<Query>) {
             }
         }
         for v in d["templating"]["list"].as_array().into_iter().flatten() {
+            // The datasource variable lists datasources, not series.
+            if v["type"] == "datasource" {
+                continue;
+            }
             let q = v["query"]["query"].as_str().unwrap();
-            // label_values(metric, label): Grafana asks for the metric's series.
+            // label_values(selector, label): Grafana asks for the selector's series. The
+            // selector may hold commas (label matchers); the label is after the last one.
             let metric = q
                 .strip_prefix("label_values(")
-                .and_then(|r| r.split(',').next())
+                .and_then(|r| r.strip_suffix(')'))
+                .and_then(|r| r.rsplit_once(','))
+                .map(|(selector, _)| selector)
                 .unwrap_or_else(|| {
-                    panic!("{file}: variable query {q:?} is not label_values(metric, label)")
+                    panic!("{file}: variable query {q:?} is not label_values(selector, label)")
                 });
             promql.push(Query {
                 origin: format!("{file}: variable {}", v["name"]),
@@ -151,7 +165,7 @@ pub fn dashboard_queries() -> (Vec<Query>, Vec<Query>) {
             });
         }
     }
-    (promql, matchers)
+    promql
 }
 
 pub fn yaml(path: &str) -> yaml_serde::Value {
@@ -246,8 +260,9 @@ pub fn metric_names(expr: &str) -> BTreeSet<String> {
     out
 }
 
-/// Grafana's variables, as Grafana fills them for this host and a 5-minute range: a value in
-/// a regex matcher (`=~"$instance"`, the multi-value variables) is regex-escaped.
+/// Grafana's variables, as Grafana fills them for this host (in the exporter's job) and a
+/// 5-minute range: a value in a regex matcher (`=~"$instance"`, the multi-value variables) is
+/// regex-escaped. `${datasource}` names the datasource of a query, never appears in one.
 pub fn substitute(expr: &str, instance: &str) -> String {
     let escaped = instance.replace('.', "\\\\.");
     expr.replace("$__rate_interval", "4s")
@@ -255,6 +270,7 @@ pub fn substitute(expr: &str, instance: &str) -> String {
         .replace("$__range", "5m")
         .replace("=~\"$instance\"", &format!("=~\"{escaped}\""))
         .replace("$instance", instance)
+        .replace("$job", EXPORTER_JOB)
 }
 
 /// Every metric family the exporter can emit, from its generated metric table.
