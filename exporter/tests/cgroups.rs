@@ -391,7 +391,7 @@ fn thousands_of_cgroups_stay_bounded() {
 /// Time per update and series on 500 generated cgroups, for the default-enabled decision
 /// (docs/cgroups.md). Run with --release; see the module comment for the command.
 #[test]
-#[ignore]
+#[ignore = "a measurement, not a check: run by hand with --release (command in the module comment)"]
 fn cost() {
     let sys = tree_of_500("cost");
     println!("| cgroups read | top | series | min ms/scrape | median ms/scrape |");
@@ -417,7 +417,7 @@ fn cost() {
     let _ = std::fs::remove_dir_all(&sys);
     // The same on the kernel's own cgroup files: 500 empty cgroups made in this host's v2
     // hierarchy (as root), read through the default paths, then removed.
-    let Some(v2) = host_v2_root().filter(|_| is_root()) else {
+    let Some(v2) = host_v2_root().filter(|_| common::is_root()) else {
         println!("(not root or no cgroup v2 here: no row for the kernel's cgroupfs)");
         return;
     };
@@ -454,17 +454,6 @@ fn cost() {
     );
 }
 
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .and_then(|l| l.split_whitespace().nth(2).map(|u| u == "0"))
-        })
-        .unwrap_or(false)
-}
-
 /// The v2 hierarchy of this host, where it is mounted.
 fn host_v2_root() -> Option<PathBuf> {
     let sys = Paths::default().sys("fs/cgroup");
@@ -495,7 +484,7 @@ impl Drop for Removed {
 #[test]
 fn live_hog_grows_only_its_own_cgroup() {
     let skip = |why: &str| eprintln!("\n!!!!! SKIPPED live cgroups test: {why} !!!!!\n");
-    if !is_root() {
+    if !common::is_root() {
         return skip("not root (cannot create cgroups)");
     }
     let Some(v2) = host_v2_root() else {

@@ -5,6 +5,7 @@
 //! Needs root (to switch to `nobody`) and `setpriv` (util-linux). Without them it says so and
 //! passes; under CI (env CI set) it fails instead.
 
+mod common;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -23,19 +24,6 @@ fn skip(why: &str) -> bool {
     assert!(std::env::var_os("CI").is_none(), "{msg} (CI must run it)");
     eprintln!("{msg}");
     true
-}
-
-fn is_root() -> bool {
-    // /proc/self/status "Uid:\treal\teffective\t…"; the effective uid decides.
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .map(str::to_string)
-        })
-        .and_then(|l| l.split_whitespace().nth(2).map(|u| u == "0"))
-        .unwrap_or(false)
 }
 
 /// `collector -> success` from an exposition.
@@ -139,7 +127,7 @@ fn serve_and_scrape(bin: &PathBuf, as_nobody: bool, caps: &[&str]) -> (String, S
 
 #[test]
 fn nobody_still_gets_everything_unprivileged() {
-    if !is_root() && skip("not root, cannot switch to nobody") {
+    if !common::is_root() && skip("not root, cannot switch to nobody") {
         return;
     }
     if Command::new("setpriv").arg("--version").output().is_err() && skip("setpriv not found") {
@@ -204,7 +192,7 @@ fn nobody_still_gets_everything_unprivileged() {
 /// (and nothing else) gets the per-CPU counters wherever root gets them.
 #[test]
 fn cap_perfmon_alone_brings_perf_back() {
-    if !is_root() && skip("not root, cannot switch to nobody") {
+    if !common::is_root() && skip("not root, cannot switch to nobody") {
         return;
     }
     let caps_known = std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")

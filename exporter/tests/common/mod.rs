@@ -235,3 +235,15 @@ pub fn promtool_check(promtool: &Path, what: &str, text: &str) {
         out.status
     );
 }
+
+/// Whether the test runs with effective uid 0 (/proc/self/status "Uid:\treal\teffective\t…").
+pub fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(2).map(|u| u == "0"))
+        })
+        .unwrap_or(false)
+}
