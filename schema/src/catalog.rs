@@ -17,8 +17,17 @@ pub struct Metric {
 }
 
 /// Every metric family the exporter can emit: its collectors' and its own
-/// (`reveal_exporter_*`).
+/// (`reveal_exporter_*`, `process_*`).
 pub static METRICS: &[Metric] = table::METRICS;
+
+/// Whether a sample or family name is one of the exporter's (or the analyzer's) own
+/// metrics — `reveal_exporter_*`, `reveal_analyzer_*` and the `process_*` families of
+/// Prometheus' client libraries — which describe the program, not the host it watches.
+pub fn is_self_metric(name: &str) -> bool {
+    name.starts_with("reveal_exporter_")
+        || name.starts_with("reveal_analyzer_")
+        || name.starts_with("process_")
+}
 
 /// The metric with this sample name, if the exporter can emit it.
 pub fn find(name: &str) -> Option<&'static Metric> {
@@ -40,5 +49,19 @@ mod tests {
         assert!(m.labels.contains(&"mode"), "{m:?}");
         assert!(find("reveal_exporter_build_info").is_some());
         assert!(find("reveal_cpu_time_seconds").is_none());
+        assert!(find("process_cpu_seconds_total").is_some());
+    }
+
+    #[test]
+    fn self_metrics_are_the_programs() {
+        for own in [
+            "reveal_exporter_build_info",
+            "reveal_analyzer_lag_seconds",
+            "process_open_fds",
+        ] {
+            assert!(is_self_metric(own), "{own}");
+        }
+        assert!(!is_self_metric("reveal_cpu_time_seconds_total"));
+        assert!(!is_self_metric("node_processes_threads"));
     }
 }
