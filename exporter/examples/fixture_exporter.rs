@@ -40,10 +40,8 @@ fn main() -> anyhow::Result<()> {
         Ok(c) => c,
         Err(e) => e.exit(),
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::new(&cli.flags.log_level))
-        .with_writer(std::io::stderr)
-        .init();
+    let format = cli.flags.log_format.parse().map_err(anyhow::Error::msg)?;
+    reveal_schema::logging::init(&cli.flags.log_level, format);
     let runner = Runner::new(&cli.collectors, &cli.settings).map_err(anyhow::Error::msg)?;
     let n = samples.len();
     if runner.replace(Box::new(GpuCollector::with_source(Box::new(Replay(
@@ -60,17 +58,21 @@ fn main() -> anyhow::Result<()> {
         print!("{}", runner.render_as(Format::Text));
         return Ok(());
     }
-    let addr =
-        server::parse_listen_address(&cli.flags.listen_address).map_err(anyhow::Error::msg)?;
+    // The first --web.listen-address only: a demonstration needs one.
+    let flag = &cli.flags.listen_address[0];
+    let listen = server::parse_listen_address(flag).map_err(anyhow::Error::msg)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")?;
     rt.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .with_context(|| format!("listening on {addr}"))?;
-        tracing::info!(collectors = ?runner.names(), "listening on {}", listener.local_addr()?);
+        let listener = server::bind(listen).with_context(|| format!("listening on {flag}"))?;
+        let listener = tokio::net::TcpListener::from_std(listener)?;
+        tracing::info!(
+            collectors = %runner.names().join(","),
+            "listening on {}",
+            listener.local_addr()?
+        );
         let srv = Arc::new(server::Server {
             runner: Arc::new(runner),
             telemetry_path: cli.flags.telemetry_path.clone(),

@@ -14,10 +14,16 @@ pub const ABOUT: &str = "Prometheus exporter of host hardware telemetry (Reveal)
 
 #[derive(Debug, Clone, Args)]
 pub struct Flags {
-    /// Address to listen on for HTTP requests (use 127.0.0.1:PORT to stay on loopback; port 0
-    /// picks a free one and logs it).
-    #[arg(long = "web.listen-address", default_value_t = format!(":{DEFAULT_PORT}"))]
-    pub listen_address: String,
+    /// Address to listen on for HTTP requests; repeat the flag to listen on several. `:PORT`
+    /// is every IPv4 and IPv6 address (IPv4 only on a host without IPv6), `HOST:PORT` a name
+    /// (`localhost:PORT`) or an address (`127.0.0.1:PORT`, `[::1]:PORT`); port 0 picks a free
+    /// one and the log names it.
+    #[arg(
+        long = "web.listen-address",
+        default_values_t = [format!(":{DEFAULT_PORT}")],
+        action = ArgAction::Append
+    )]
+    pub listen_address: Vec<String>,
     /// Path under which to expose metrics.
     #[arg(long = "web.telemetry-path", default_value = "/metrics")]
     pub telemetry_path: String,
@@ -49,6 +55,10 @@ pub struct Flags {
     /// Only log messages with at least this severity: error, warn, info, debug.
     #[arg(long = "log.level", default_value = "info", value_parser = ["error", "warn", "info", "debug", "trace"])]
     pub log_level: String,
+    /// Output format of log messages: logfmt (key=value, one line each) or json (one object a
+    /// line). Colour only when standard error is a terminal.
+    #[arg(long = "log.format", default_value = "logfmt", value_parser = reveal_schema::logging::LogFormat::VALUES)]
+    pub log_format: String,
     /// Turn off all collectors by default; enable the wanted ones with --collector.NAME.
     #[arg(long = "collector.disable-defaults")]
     pub disable_defaults: bool,
@@ -80,7 +90,7 @@ pub struct Cli {
 
 /// The clap command, with one `--collector.NAME` and `--no-collector.NAME` per table row.
 pub fn command() -> Command {
-    let cmd = Command::new("reveal-exporter").version(env!("CARGO_PKG_VERSION"));
+    let cmd = Command::new("reveal-exporter").version(reveal_schema::build::long_version());
     // clap's derive turns the doc comment of each flattened `*Args` struct ("Flags of the gpu
     // collector") into the command's about, the last one winning: the exporter's own
     // description is set after them.
@@ -182,6 +192,30 @@ mod tests {
         assert_eq!(help.lines().next(), Some(ABOUT), "{help}");
         let long = command().render_long_help().to_string();
         assert_eq!(long.lines().next(), Some(ABOUT));
+    }
+
+    #[test]
+    fn listen_address_repeats_and_log_format_is_checked() {
+        let cli = parse_from(["x"]).unwrap();
+        assert_eq!(cli.flags.listen_address, [format!(":{DEFAULT_PORT}")]);
+        assert_eq!(cli.flags.log_format, "logfmt");
+        let cli = parse_from([
+            "x",
+            "--web.listen-address=127.0.0.1:1",
+            "--web.listen-address",
+            "[::1]:2",
+            "--log.format=json",
+        ])
+        .unwrap();
+        assert_eq!(cli.flags.listen_address, ["127.0.0.1:1", "[::1]:2"]);
+        assert_eq!(cli.flags.log_format, "json");
+        assert!(parse_from(["x", "--log.format=text"]).is_err());
+    }
+
+    #[test]
+    fn version_names_the_revision() {
+        let v = command().render_version();
+        assert!(v.contains(reveal_schema::build::REVISION), "{v}");
     }
 
     #[test]

@@ -71,4 +71,42 @@ impl CollectError {
     pub fn is_unsupported(&self) -> bool {
         matches!(self, CollectError::Unsupported { .. })
     }
+
+    /// Whether an [`CollectError::Unsupported`] comes from a refused permission (which an
+    /// operator can grant: a warning) rather than from hardware, a driver or a file this host
+    /// simply does not have (information). Told from the system error in the reason.
+    pub fn is_denied(&self) -> bool {
+        match self {
+            CollectError::Unsupported { reason, .. } => {
+                reason.contains("Permission denied")
+                    || reason.contains("Operation not permitted")
+                    || reason.contains("(os error 13)")
+                    || reason.contains("(os error 1)")
+            }
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn denied_is_told_from_absent() {
+        let denied = std::io::Error::from_raw_os_error(libc::EACCES);
+        assert!(CollectError::io("/sys/class/powercap/x/energy_uj", denied).is_denied());
+        let eperm = std::io::Error::from_raw_os_error(libc::EPERM);
+        assert!(CollectError::io("/dev/cpu/0/msr", eperm).is_denied());
+        let absent = std::io::Error::from_raw_os_error(libc::ENOENT);
+        let e = CollectError::io("/sys/class/hwmon", absent);
+        assert!(e.is_unsupported() && !e.is_denied());
+        let nvml = CollectError::Unsupported {
+            path: "nvml".into(),
+            reason: "NVML not loaded (libnvidia-ml.so.1: cannot open shared object file: No \
+                     such file or directory)"
+                .into(),
+        };
+        assert!(!nvml.is_denied());
+    }
 }

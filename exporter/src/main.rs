@@ -11,10 +11,8 @@ fn main() -> anyhow::Result<()> {
         print!("{}", metrics_doc::markdown());
         return Ok(());
     }
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::new(&cli.flags.log_level))
-        .with_writer(std::io::stderr)
-        .init();
+    let format = cli.flags.log_format.parse().map_err(anyhow::Error::msg)?;
+    reveal_schema::logging::init(&cli.flags.log_level, format);
     if let (Some(sel), Some(path)) = (&cli.settings.selection, &cli.flags.selection) {
         if let Some(warning) = sel.unknown_warning() {
             tracing::warn!(file = %path.display(), "{warning}");
@@ -28,8 +26,13 @@ fn main() -> anyhow::Result<()> {
         );
         return Ok(());
     }
-    let addr =
-        server::parse_listen_address(&cli.flags.listen_address).map_err(anyhow::Error::msg)?;
+    let listens = cli
+        .flags
+        .listen_address
+        .iter()
+        .map(|a| server::parse_listen_address(a))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(anyhow::Error::msg)?;
     // A web configuration that cannot be used is a reason not to start, never to serve with
     // less protection than it asks for.
     let web = match &cli.flags.web_config_file {
@@ -45,11 +48,23 @@ fn main() -> anyhow::Result<()> {
         .build()
         .context("starting the async runtime")?;
     rt.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .with_context(|| format!("listening on {addr}"))?;
-        let bound = listener.local_addr()?;
-        tracing::info!(collectors = ?runner.names(), "listening on {bound}");
+        let mut listeners = Vec::new();
+        for (listen, flag) in listens.into_iter().zip(&cli.flags.listen_address) {
+            let l = server::bind(listen).with_context(|| format!("listening on {flag}"))?;
+            listeners.push(tokio::net::TcpListener::from_std(l)?);
+        }
+        let bound = listeners
+            .iter()
+            .map(|l| l.local_addr().map(|a| a.to_string()))
+            .collect::<Result<Vec<_>, _>>()?;
+        // Tests and operators read the ports (port 0) from this line: every address, ", "
+        // between them.
+        tracing::info!(
+            version = %reveal_schema::build::long_version(),
+            collectors = %runner.names().join(","),
+            "listening on {}",
+            bound.join(", ")
+        );
         let srv = Arc::new(server::Server {
             runner,
             telemetry_path: cli.flags.telemetry_path.clone(),
@@ -62,8 +77,12 @@ fn main() -> anyhow::Result<()> {
         if let Some(w) = web {
             tokio::spawn(reload_on_sighup(w));
         }
+        let mut serving = tokio::task::JoinSet::new();
+        for l in listeners {
+            serving.spawn(srv.clone().serve(l));
+        }
         tokio::select! {
-            r = srv.serve(listener) => r.context("serving HTTP"),
+            Some(r) = serving.join_next() => r.context("serving HTTP")?.context("serving HTTP"),
             _ = shutdown() => { tracing::info!("shutting down"); Ok(()) }
         }
     })

@@ -28,12 +28,60 @@ static DURATION: Desc = Desc::gauge(
 static BUILD_INFO: Desc = Desc::gauge(
     "reveal_exporter_build_info",
     Unit::None,
-    &["version"],
-    "The exporter's version; the value is always 1.",
+    &["version", "revision", "branch", "rustversion"],
+    "The exporter's version, the git commit and branch it was built from, and the Rust \
+     compiler's version; the value is always 1.",
 );
 
-/// The runner's own metric families.
-pub static SELF_METRICS: &[&Desc] = &[&SUCCESS, &DURATION, &BUILD_INFO];
+/// The `process_*` families of Prometheus' client libraries (`reveal_schema::process`), read
+/// from `/proc/self` on each scrape.
+mod process_descs {
+    use super::{Desc, Unit};
+    use reveal_schema::process as p;
+    pub static CPU: Desc = Desc::counter(p::CPU.name, Unit::Seconds, &[], p::CPU.help);
+    pub static RESIDENT: Desc = Desc::gauge(
+        p::RESIDENT_MEMORY.name,
+        Unit::Bytes,
+        &[],
+        p::RESIDENT_MEMORY.help,
+    );
+    pub static VIRTUAL: Desc = Desc::gauge(
+        p::VIRTUAL_MEMORY.name,
+        Unit::Bytes,
+        &[],
+        p::VIRTUAL_MEMORY.help,
+    );
+    pub static START: Desc =
+        Desc::gauge(p::START_TIME.name, Unit::Seconds, &[], p::START_TIME.help);
+    pub static OPEN_FDS: Desc = Desc::gauge(p::OPEN_FDS.name, Unit::None, &[], p::OPEN_FDS.help);
+    pub static MAX_FDS: Desc = Desc::gauge(p::MAX_FDS.name, Unit::None, &[], p::MAX_FDS.help);
+    pub static THREADS: Desc = Desc::gauge(p::THREADS.name, Unit::None, &[], p::THREADS.help);
+    /// In `reveal_schema::process::FAMILIES` order.
+    pub static ALL: [&Desc; 7] = [
+        &CPU, &RESIDENT, &VIRTUAL, &START, &OPEN_FDS, &MAX_FDS, &THREADS,
+    ];
+}
+
+/// The runner's own metric families: collector health, build information and the
+/// `process_*` families. Always exposed (a selection does not apply to them).
+pub static SELF_METRICS: &[&Desc] = &[
+    &SUCCESS,
+    &DURATION,
+    &BUILD_INFO,
+    &process_descs::CPU,
+    &process_descs::RESIDENT,
+    &process_descs::VIRTUAL,
+    &process_descs::START,
+    &process_descs::OPEN_FDS,
+    &process_descs::MAX_FDS,
+    &process_descs::THREADS,
+];
+
+/// Whether a sample or family name is one of the exporter's self-metrics
+/// (`reveal_exporter_*`, `process_*`) rather than the host's.
+pub fn is_self_metric(name: &str) -> bool {
+    reveal_schema::catalog::is_self_metric(name)
+}
 
 /// Every metric family a collector can emit, plus the runner's own.
 pub fn known_descs() -> impl Iterator<Item = &'static Desc> {
@@ -76,6 +124,10 @@ struct Inner {
     rules: Option<HashMap<usize, Rule>>,
     /// The `collector` label of each slot, built once for the self-metrics.
     names: Vec<Labels>,
+    /// `reveal_exporter_build_info`'s labels.
+    build_info: Labels,
+    /// Whether reading `/proc/self` failed already (logged once).
+    process_failed: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Runner {
@@ -126,6 +178,11 @@ impl Runner {
             slots: Mutex::new(slots),
             rules,
             names,
+            build_info: reveal_schema::build::info_labels()
+                .iter()
+                .map(|(k, v)| (*k, v.to_string()))
+                .collect(),
+            process_failed: Default::default(),
         });
         let mut registry = prometheus_client::registry::Registry::default();
         registry.register_collector(Box::new(Render(inner.clone())));
@@ -213,8 +270,12 @@ impl Runner {
                     slot.scrape.clear();
                     let msg = e.to_string();
                     if slot.last_logged.as_deref() != Some(msg.as_str()) {
-                        if e.is_unsupported() {
+                        // Absent hardware (a VM has no RAPL, no PMU, no GPU) is information;
+                        // a refused permission, which the operator can grant, is a warning.
+                        if e.is_denied() {
                             tracing::warn!(collector = name, "collector not supported here: {msg}");
+                        } else if e.is_unsupported() {
+                            tracing::info!(collector = name, "collector not supported here: {msg}");
                         } else {
                             tracing::error!(collector = name, "collector failed: {msg}");
                         }
@@ -264,8 +325,41 @@ impl Inner {
             &DURATION,
             names.zip(slots.iter()).map(|(l, s)| (l, s.duration)),
         )?;
-        let version = vec![("version", env!("CARGO_PKG_VERSION").to_string())];
-        encode_family(encoder, &BUILD_INFO, std::iter::once((&version, 1.0)))
+        encode_family(
+            encoder,
+            &BUILD_INFO,
+            std::iter::once((&self.build_info, 1.0)),
+        )?;
+        drop(slots);
+        self.encode_process(encoder)
+    }
+
+    /// The `process_*` families of the exporter itself (the host's `/proc`, whatever
+    /// `--path.procfs` says: they describe this process, not the host it watches).
+    fn encode_process(&self, encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let procfs = std::path::Path::new(crate::paths::DEFAULT_PROCFS);
+        let stats = match reveal_schema::process::read(procfs, "self") {
+            Ok(s) => s,
+            Err(e) => {
+                if !self.process_failed.swap(true, Ordering::Relaxed) {
+                    tracing::warn!("process_* metrics left out: {e}");
+                }
+                return Ok(());
+            }
+        };
+        let none = Labels::new();
+        for (family, value) in stats.values() {
+            let at = reveal_schema::process::FAMILIES
+                .iter()
+                .position(|f| *f == family)
+                .expect("values come from FAMILIES");
+            encode_family(
+                encoder,
+                process_descs::ALL[at],
+                std::iter::once((&none, value)),
+            )?;
+        }
+        Ok(())
     }
 }
 

@@ -27,15 +27,87 @@ pub struct Server {
     pub last_render: Mutex<Option<LastRender>>,
 }
 
-/// Resolves `:PORT` (all interfaces, as node_exporter writes it) and `HOST:PORT`.
-pub fn parse_listen_address(s: &str) -> Result<SocketAddr, String> {
-    let full = if s.starts_with(':') {
-        format!("0.0.0.0{s}")
-    } else {
-        s.to_string()
-    };
-    full.parse()
-        .map_err(|e| format!("bad --web.listen-address {s:?}: {e}"))
+/// Where one `--web.listen-address` asks to listen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Listen {
+    /// `:PORT`: every address, IPv6 and IPv4 (`[::]`, dual-stack), or IPv4 alone (`0.0.0.0`)
+    /// on a host without IPv6.
+    Any(u16),
+    /// One address, given or resolved from a host name.
+    At(SocketAddr),
+}
+
+/// Parses `:PORT` (all interfaces, as node_exporter writes it), `ADDRESS:PORT` (`[::1]:PORT`
+/// for IPv6) and `HOST:PORT`, resolved now. A name with several addresses listens on the
+/// first IPv4 one, else the first, as Go's `net.Listen` (and so node_exporter) does.
+pub fn parse_listen_address(s: &str) -> Result<Listen, String> {
+    let bad = |e: &dyn std::fmt::Display| format!("bad --web.listen-address {s:?}: {e}");
+    if let Some(port) = s.strip_prefix(':') {
+        return port.parse().map(Listen::Any).map_err(|e| bad(&e));
+    }
+    if let Ok(a) = s.parse::<SocketAddr>() {
+        return Ok(Listen::At(a));
+    }
+    let (host, port) = s
+        .rsplit_once(':')
+        .ok_or_else(|| bad(&"expected HOST:PORT or :PORT"))?;
+    let port: u16 = port.parse().map_err(|e| bad(&e))?;
+    let addrs: Vec<SocketAddr> = std::net::ToSocketAddrs::to_socket_addrs(&(host, port))
+        .map_err(|e| bad(&e))?
+        .collect();
+    addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(addrs.first())
+        .copied()
+        .map(Listen::At)
+        .ok_or_else(|| bad(&"the name has no address"))
+}
+
+/// The kernel's backlog of each listener (as Go's `net.Listen` on Linux, near `somaxconn`).
+const BACKLOG: i32 = 1024;
+
+fn listen_on(addr: SocketAddr, dual_stack: bool) -> std::io::Result<std::net::TcpListener> {
+    use socket2::{Domain, Socket, Type};
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    if dual_stack {
+        socket.set_only_v6(false)?;
+    }
+    socket.set_reuse_address(true)?;
+    socket.set_nonblocking(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(BACKLOG)?;
+    Ok(socket.into())
+}
+
+/// Binds `listen`: `Any` as dual-stack `[::]:PORT`, falling back to `0.0.0.0:PORT` where the
+/// host has no IPv6 (the kernel refuses an IPv6 socket, or `[::]` cannot be bound).
+pub fn bind(listen: Listen) -> std::io::Result<std::net::TcpListener> {
+    match listen {
+        Listen::At(a) => listen_on(a, false),
+        Listen::Any(port) => {
+            let v6 = SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, port));
+            match listen_on(v6, true) {
+                Ok(l) => Ok(l),
+                Err(e) if no_ipv6(&e) => {
+                    tracing::info!("no IPv6 on this host ({e}): listening on IPv4 only");
+                    listen_on(
+                        SocketAddr::from((std::net::Ipv4Addr::UNSPECIFIED, port)),
+                        false,
+                    )
+                }
+                Err(e) => Err(e),
+            }
+        }
+    }
+}
+
+/// Whether binding `[::]` failed because the host has no IPv6 (not: the port is taken).
+fn no_ipv6(e: &std::io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EAFNOSUPPORT) | Some(libc::EADDRNOTAVAIL) | Some(libc::EPROTONOSUPPORT)
+    )
 }
 
 impl Server {
@@ -337,11 +409,39 @@ mod tests {
 
     #[test]
     fn listen_addresses() {
-        assert_eq!(parse_listen_address(":19190").unwrap().port(), 19190);
-        assert!(parse_listen_address("127.0.0.1:0")
-            .unwrap()
-            .ip()
-            .is_loopback());
-        assert!(parse_listen_address("nonsense").is_err());
+        assert_eq!(parse_listen_address(":19190").unwrap(), Listen::Any(19190));
+        assert_eq!(
+            parse_listen_address("127.0.0.1:0").unwrap(),
+            Listen::At("127.0.0.1:0".parse().unwrap())
+        );
+        assert_eq!(
+            parse_listen_address("[::1]:9100").unwrap(),
+            Listen::At("[::1]:9100".parse().unwrap())
+        );
+        // A name resolves (its IPv4 address first, as Go's net.Listen picks).
+        match parse_listen_address("localhost:9100").unwrap() {
+            Listen::At(a) => assert!(a.ip().is_loopback() && a.port() == 9100, "{a}"),
+            other => panic!("{other:?}"),
+        }
+        for bad in ["nonsense", ":", ":70000", "localhost:http", "[::1]"] {
+            assert!(parse_listen_address(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn any_listens_on_ipv4_and_ipv6() {
+        let l = bind(Listen::Any(0)).unwrap();
+        let addr = l.local_addr().unwrap();
+        let v4 = std::net::TcpStream::connect(("127.0.0.1", addr.port()));
+        assert!(v4.is_ok(), "{addr}: IPv4 loopback refused: {v4:?}");
+        if addr.is_ipv6() {
+            // Dual-stack: the same socket takes IPv6 too.
+            assert!(std::net::TcpStream::connect(("::1", addr.port())).is_ok());
+        } else {
+            eprintln!("NOTE: no IPv6 on this host; `:PORT` fell back to 0.0.0.0");
+        }
+        // A taken port is an error, never a silent fallback.
+        let again = bind(Listen::At(SocketAddr::from(([127, 0, 0, 1], addr.port()))));
+        assert!(again.is_err());
     }
 }

@@ -195,7 +195,7 @@ fn positional_files_with_an_unknown_column_count_fail_their_collector() {
                 );
                 let own = samples
                     .iter()
-                    .filter(|s| !s.name.starts_with("reveal_exporter_"))
+                    .filter(|s| !reveal_exporter::runner::is_self_metric(&s.name))
                     .count();
                 assert_eq!(own, 0, "{rel} line {}: {how}: samples exposed", i + 1);
                 checked += 1;

@@ -100,7 +100,8 @@ fn only_selected_series_are_exposed_and_unneeded_collectors_not_built() {
                 modes.insert(mode.to_string());
             }
             "reveal_cpu_context_switches_total" => {}
-            n if n.starts_with("reveal_exporter_") => {}
+            // The exporter's own (reveal_exporter_*, process_*): always exposed.
+            n if reveal_exporter::runner::is_self_metric(n) => {}
             n => panic!("unselected series exposed: {n}\n{text}"),
         }
     }
@@ -139,7 +140,10 @@ fn the_binary_warns_once_about_unknown_names_and_serves_the_rest() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stderr}");
-    let warnings: Vec<&str> = stderr.lines().filter(|l| l.contains("WARN")).collect();
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("level=warn"))
+        .collect();
     assert_eq!(warnings.len(), 1, "{stderr}");
     assert!(
         warnings[0].contains("reveal_no_such_metric, reveal_gpu_from_the_future_total")
@@ -164,7 +168,7 @@ fn the_binary_warns_once_about_unknown_names_and_serves_the_rest() {
             .iter()
             .all(|l| l.starts_with("reveal_cpu_time_seconds_total{")
                 || l.starts_with("reveal_cpu_context_switches_total ")
-                || l.starts_with("reveal_exporter_")),
+                || reveal_exporter::runner::is_self_metric(l)),
         "{stdout}"
     );
 }

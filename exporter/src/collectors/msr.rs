@@ -133,13 +133,35 @@ fn read_msr(f: &File, addr: u64) -> std::io::Result<u64> {
     Ok(u64::from_le_bytes(b))
 }
 
+/// What the collector could not open at start, for its one log line.
+#[derive(Debug, Default)]
+struct Notes {
+    lines: Vec<String>,
+    /// Something other than absent hardware (a refused permission, an unreadable file):
+    /// the line is a warning.
+    problem: bool,
+}
+
+impl Notes {
+    /// A problem an operator can act on.
+    fn push(&mut self, line: String) {
+        self.problem = true;
+        self.lines.push(line);
+    }
+
+    /// Hardware, a driver or a register this host simply does not have.
+    fn absent(&mut self, line: String) {
+        self.lines.push(line);
+    }
+}
+
 impl MsrCollector {
     pub fn new(s: &Settings) -> Self {
         Self::with_opener(s, &mut KernelOpener)
     }
 
     pub fn with_opener(s: &Settings, opener: &mut dyn Opener) -> Self {
-        let mut notes: Vec<String> = Vec::new();
+        let mut notes = Notes::default();
         let cpus_path = s.paths.sys("devices/system/cpu/online");
         let cpus = match std::fs::read_to_string(&cpus_path)
             .map_err(|e| e.to_string())
@@ -159,6 +181,7 @@ impl MsrCollector {
         let mut from_pmu: Vec<&str> = Vec::new();
         match pmu_type(s, "msr") {
             Ok(ty) => {
+                let mut missing = Vec::new();
                 let mut specs = Vec::new();
                 let mut members = Vec::new();
                 for (name, _, desc) in &wanted {
@@ -179,13 +202,17 @@ impl MsrCollector {
                             }
                             Err(e) => notes.push(format!("msr PMU event {name}: {e}")),
                         },
-                        Err(_) => notes.push(format!("msr PMU has no {name} event")),
+                        Err(_) => missing.push(*name),
                     }
+                }
+                if !missing.is_empty() {
+                    let s = if missing.len() > 1 { "s" } else { "" };
+                    notes.absent(format!("msr PMU has no {} event{s}", missing.join(", ")));
                 }
                 let opened = c.open_groups(opener, &cpus, &specs, &members, "msr", &mut notes);
                 from_pmu.extend(opened);
             }
-            Err(e) => notes.push(format!("no perf msr PMU ({e})")),
+            Err(e) => notes.absent(format!("no perf msr PMU ({e})")),
         }
         // 2. /dev/cpu/N/msr for the registers the PMU did not give.
         let rest: Vec<(u64, &'static Desc, &str)> = wanted
@@ -202,11 +229,19 @@ impl MsrCollector {
                 c.open_cstate(s, opener, pmu, scope, &mut notes);
             }
         }
-        for n in &notes {
-            tracing::warn!("msr: {n}");
-        }
         if c.groups.is_empty() && c.devs.is_empty() {
-            return MsrCollector::unsupported(notes.join("; "));
+            // The runner logs this once, on the first scrape.
+            return MsrCollector::unsupported(notes.lines.join("; "));
+        }
+        // One line: what is left out and why. Hardware that is simply absent (a VM) is
+        // information; anything else (a refused permission) a warning.
+        if !notes.lines.is_empty() {
+            let line = notes.lines.join("; ");
+            if notes.problem {
+                tracing::warn!("msr: {line}");
+            } else {
+                tracing::info!("msr: {line}");
+            }
         }
         if s.wants(&TSC_HZ) {
             c.tsc_hz = c.calibrate_tsc();
@@ -232,7 +267,7 @@ impl MsrCollector {
         specs: &[EventSpec],
         members: &[(&'a str, Member)],
         pmu: &str,
-        notes: &mut Vec<String>,
+        notes: &mut Notes,
     ) -> Vec<&'a str> {
         if specs.is_empty() {
             return Vec::new();
@@ -241,7 +276,12 @@ impl MsrCollector {
         for &cpu in cpus {
             let (g, failures) = perf_group::open_group(opener, cpu, specs);
             for f in failures {
-                failed[f.event].get_or_insert_with(|| describe_open_error(&f.error));
+                failed[f.event].get_or_insert_with(|| {
+                    (
+                        describe_open_error(&f.error),
+                        perf_group::is_absent(&f.error),
+                    )
+                });
             }
             if let Some(group) = g {
                 let m = group
@@ -259,8 +299,13 @@ impl MsrCollector {
         let mut ok = Vec::new();
         for (i, f) in failed.into_iter().enumerate() {
             match f {
-                Some(why) => {
-                    notes.push(format!("{pmu} PMU event {} left out: {why}", members[i].0))
+                Some((why, absent)) => {
+                    let line = format!("{pmu} PMU event {} left out: {why}", members[i].0);
+                    if absent {
+                        notes.absent(line);
+                    } else {
+                        notes.push(line);
+                    }
                 }
                 None => ok.push(members[i].0),
             }
@@ -273,14 +318,17 @@ impl MsrCollector {
         s: &Settings,
         cpus: &[u32],
         regs: &[(u64, &'static Desc, &str)],
-        notes: &mut Vec<String>,
+        notes: &mut Notes,
     ) {
         let mut refused: Vec<String> = Vec::new();
+        // Whether every CPU's device file is missing (no msr module): absent, not refused.
+        let mut all_missing = true;
         for &cpu in cpus {
             let path = s.paths.dev(format!("cpu/{cpu}/msr"));
             let file = match File::open(&path) {
                 Ok(f) => f,
                 Err(e) => {
+                    all_missing &= e.kind() == std::io::ErrorKind::NotFound;
                     refused.push(format!("{}: {e}", path.display()));
                     continue;
                 }
@@ -304,7 +352,7 @@ impl MsrCollector {
                 .filter(|(a, d, _)| !from_pmu(d) && !ok.iter().any(|(b, _)| a == b))
             {
                 if cpu == cpus[0] {
-                    notes.push(format!(
+                    notes.absent(format!(
                         "{} has no readable {name} (MSR {addr:#x})",
                         path.display()
                     ));
@@ -319,7 +367,12 @@ impl MsrCollector {
             }
         }
         if let Some(first) = refused.first() {
-            notes.push(format!("MSR device unavailable on {} of {} CPUs ({first}); it needs the msr module, root and CAP_SYS_RAWIO", refused.len(), cpus.len()));
+            let line = format!("MSR device unavailable on {} of {} CPUs ({first}); it needs the msr module, root and CAP_SYS_RAWIO", refused.len(), cpus.len());
+            if all_missing {
+                notes.absent(line);
+            } else {
+                notes.push(line);
+            }
         }
     }
 
@@ -329,7 +382,7 @@ impl MsrCollector {
         opener: &mut dyn Opener,
         pmu: &str,
         scope: &str,
-        notes: &mut Vec<String>,
+        notes: &mut Notes,
     ) {
         let Ok(ty) = pmu_type(s, pmu) else { return }; // absent PMU: nothing to say per scrape
         let dir = s.paths.sys(format!("bus/event_source/devices/{pmu}"));

@@ -308,8 +308,8 @@ impl PerfCollector {
             }
         }
         let mut live = Vec::new();
-        // event name -> (reason, CPUs it failed on): one log line per event, not per CPU.
-        let mut failed: BTreeMap<String, (String, usize)> = BTreeMap::new();
+        // event name -> why and on how many CPUs: one log line per reason, not per event or CPU.
+        let mut failed: BTreeMap<String, Failure> = BTreeMap::new();
         for &cpu in &cpus {
             for (pi, pg) in plans.iter().enumerate() {
                 let specs: Vec<EventSpec> = pg.events.iter().map(|e| e.spec).collect();
@@ -317,8 +317,12 @@ impl PerfCollector {
                 for f in failures {
                     let slot = failed
                         .entry(pg.events[f.event].name.clone())
-                        .or_insert_with(|| (describe_open_error(&f.error), 0));
-                    slot.1 += 1;
+                        .or_insert_with(|| Failure {
+                            reason: describe_open_error(&f.error),
+                            absent: perf_group::is_absent(&f.error),
+                            cpus: 0,
+                        });
+                    slot.cpus += 1;
                 }
                 if let Some(group) = group {
                     live.push(Live {
@@ -329,20 +333,24 @@ impl PerfCollector {
                 }
             }
         }
-        for (name, (reason, n)) in &failed {
-            tracing::warn!(
-                "perf: event {name} left out ({n} of {} CPUs): {reason}",
-                cpus.len()
-            );
-        }
-        left_out.extend(failed.into_iter().map(|(n, (r, _))| format!("{n}: {r}")));
+        let planned = plans.iter().map(|g| g.events.len()).sum();
+        let summary = summarize_left_out(&failed, planned, cpus.len());
         if live.is_empty() {
+            // The runner logs this once, on the first scrape.
+            left_out.extend(summary.into_iter().map(|(_, line)| line));
             let why = if left_out.is_empty() {
                 "no event selected".to_string()
             } else {
                 left_out.join("; ")
             };
             return Self::unsupported(plans, format!("no perf event could be opened: {why}"));
+        }
+        for (absent, line) in summary {
+            if absent {
+                tracing::info!("perf: {line}");
+            } else {
+                tracing::warn!("perf: {line}");
+            }
         }
         PerfCollector {
             plans,
@@ -375,6 +383,56 @@ impl PerfCollector {
         v.dedup();
         v
     }
+}
+
+/// Why one event could not be opened, and on how many CPUs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Failure {
+    pub reason: String,
+    /// The CPU or hypervisor lacks the event (not: the exporter may not open it).
+    pub absent: bool,
+    pub cpus: usize,
+}
+
+/// One line per reason events were left out for, `(absent, line)`:
+/// `8 of 10 events left out on 2 of 2 CPUs (branch-instructions, …): No such file or
+/// directory (os error 2): not supported by this CPU or hypervisor`. Absent hardware is
+/// logged as information, anything else (permission) as a warning.
+pub(crate) fn summarize_left_out(
+    failed: &BTreeMap<String, Failure>,
+    planned: usize,
+    cpus: usize,
+) -> Vec<(bool, String)> {
+    let mut by_reason: BTreeMap<(bool, &str), Vec<(&str, usize)>> = BTreeMap::new();
+    for (name, f) in failed {
+        by_reason
+            .entry((f.absent, f.reason.as_str()))
+            .or_default()
+            .push((name.as_str(), f.cpus));
+    }
+    // Warnings first.
+    let mut lines: Vec<(bool, String)> = by_reason
+        .into_iter()
+        .map(|((absent, reason), events)| {
+            let (lo, hi) = events
+                .iter()
+                .fold((usize::MAX, 0), |(lo, hi), &(_, n)| (lo.min(n), hi.max(n)));
+            let on = if lo == hi {
+                format!("{lo} of {cpus} CPUs")
+            } else {
+                format!("{lo}-{hi} of {cpus} CPUs")
+            };
+            let names: Vec<&str> = events.iter().map(|(n, _)| *n).collect();
+            let line = format!(
+                "{} of {planned} events left out on {on} ({}): {reason}",
+                events.len(),
+                names.join(", ")
+            );
+            (absent, line)
+        })
+        .collect();
+    lines.sort_by_key(|(absent, _)| *absent);
+    lines
 }
 
 /// The groups to open: the generic events, then the configured raw events grouped by their

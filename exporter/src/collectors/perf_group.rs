@@ -216,6 +216,16 @@ pub fn parse_cpu_list(text: &str) -> Result<Vec<u32>, ParseError> {
 }
 
 /// Says in words why an event could not be opened, with the fix where there is one.
+/// Whether `perf_event_open` failed because the CPU (or the hypervisor) has no such event,
+/// rather than because the exporter may not open it: absent hardware is logged as
+/// information, not as a warning.
+pub fn is_absent(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) | Some(libc::ENODEV)
+    )
+}
+
 pub fn describe_open_error(e: &io::Error) -> String {
     match e.raw_os_error() {
         Some(libc::EACCES) | Some(libc::EPERM) => format!(

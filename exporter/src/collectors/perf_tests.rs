@@ -296,3 +296,46 @@ fn unselected_events_are_not_opened() {
     let c = PerfCollector::with_opener(&s, &mut KernelOpener);
     assert_eq!(c.open_events(), vec!["task-clock"]);
 }
+
+#[test]
+fn events_left_out_are_one_line_per_reason_and_absent_hardware_is_not_a_warning() {
+    let absent = "No such file or directory (os error 2): not supported by this CPU or hypervisor";
+    let denied = "Permission denied (os error 13): per-CPU counters need CAP_PERFMON";
+    let mut failed = BTreeMap::new();
+    for name in ["cycles", "instructions", "branch-misses"] {
+        failed.insert(
+            name.to_string(),
+            Failure {
+                reason: absent.into(),
+                absent: true,
+                cpus: 2,
+            },
+        );
+    }
+    failed.insert(
+        "cache-misses".to_string(),
+        Failure {
+            reason: denied.into(),
+            absent: false,
+            cpus: 1,
+        },
+    );
+    let lines = summarize_left_out(&failed, 10, 2);
+    assert_eq!(
+        lines,
+        [
+            (
+                false,
+                format!("1 of 10 events left out on 1 of 2 CPUs (cache-misses): {denied}")
+            ),
+            (
+                true,
+                format!(
+                    "3 of 10 events left out on 2 of 2 CPUs (branch-misses, cycles, \
+                     instructions): {absent}"
+                )
+            ),
+        ]
+    );
+    assert!(summarize_left_out(&BTreeMap::new(), 10, 2).is_empty());
+}

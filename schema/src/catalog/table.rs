@@ -959,6 +959,34 @@ pub(super) static METRICS: &[Metric] = &[
     },
     Metric {
         name: "reveal_exporter_build_info",
-        labels: &["version"],
+        labels: &["version", "revision", "branch", "rustversion"],
+    },
+    Metric {
+        name: "process_cpu_seconds_total",
+        labels: &[],
+    },
+    Metric {
+        name: "process_resident_memory_bytes",
+        labels: &[],
+    },
+    Metric {
+        name: "process_virtual_memory_bytes",
+        labels: &[],
+    },
+    Metric {
+        name: "process_start_time_seconds",
+        labels: &[],
+    },
+    Metric {
+        name: "process_open_fds",
+        labels: &[],
+    },
+    Metric {
+        name: "process_max_fds",
+        labels: &[],
+    },
+    Metric {
+        name: "process_threads",
+        labels: &[],
     },
 ];
