@@ -12,7 +12,7 @@ use reveal_analyzer::commands::{analyze, compare, prune};
 #[derive(Parser)]
 #[command(
     name = "reveal-analyzer",
-    version,
+    version = reveal_schema::build::long_version(),
     about = "Unsupervised anomaly analysis of host telemetry"
 )]
 struct Cli {
@@ -56,9 +56,13 @@ struct RunArgs {
     /// Check the configuration and exit.
     #[arg(long = "check-config")]
     check_config: bool,
-    /// Log filter, as RUST_LOG (`info`, `reveal_analyzer=debug`).
+    /// Log filter, as RUST_LOG (`info`, `reveal_analyzer=debug`); RUST_LOG, when set, wins.
     #[arg(long = "log.level", default_value = "info")]
     log_level: String,
+    /// Output format of log messages: logfmt (key=value, one line each) or json (one object a
+    /// line). Colour only when standard error is a terminal.
+    #[arg(long = "log.format", default_value = "logfmt", value_parser = reveal_schema::logging::LogFormat::VALUES)]
+    log_format: String,
     /// Analyze only shard INDEX of COUNT of the hosts (`0/3`, `1/3`, `2/3` for three
     /// replicas), split as Prometheus' `hashmod` splits them; overrides
     /// `source.prometheus.shard`.
@@ -66,16 +70,16 @@ struct RunArgs {
     shard: Option<reveal_analyzer::ingest::shard::Shard>,
 }
 
-fn init_logs(filter: &str) {
+fn init_logs(filter: &str, format: &str) -> anyhow::Result<()> {
     let filter = std::env::var("RUST_LOG").unwrap_or_else(|_| filter.to_string());
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
-        .with_writer(std::io::stderr)
-        .init();
+    let format = format.parse().map_err(anyhow::Error::msg)?;
+    reveal_schema::logging::init(&filter, format);
+    Ok(())
 }
 
 fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
-    init_logs(&args.log_level);
+    init_logs(&args.log_level, &args.log_format)?;
+    tracing::info!(version = %reveal_schema::build::long_version(), "reveal-analyzer starting");
     // A bad config is refused before anything starts, with file, line and reason.
     let mut config = match reveal_analyzer::config::Config::load(&args.config_file) {
         Ok(c) => c,

@@ -474,9 +474,9 @@ pub fn default_series_kind(
 
 /// The default kind of a metric by its name and declared type.
 pub fn default_kind(metric: &str, metric_type: MetricType) -> Kind {
-    // The exporter's own health (collector durations, success) describes the exporter, not
-    // the host: kept for cross-host comparison, not scored.
-    if metric_type == MetricType::Info || metric.starts_with("reveal_exporter_") {
+    // The exporter's own health (collector durations, success, process_*) describes the
+    // exporter, not the host: kept for cross-host comparison, not scored.
+    if metric_type == MetricType::Info || reveal_schema::catalog::is_self_metric(metric) {
         return Kind::Static;
     }
     let lower = metric.to_ascii_lowercase();
@@ -618,6 +618,8 @@ mod tests {
         assert_eq!(k("reveal_cpu_temperature_celsius", Gauge), Kind::Static);
         assert_eq!(k("reveal_gpu_clock_max_hertz", Gauge), Kind::Static);
         assert_eq!(k("reveal_exporter_build_info", Gauge), Kind::Static);
+        assert_eq!(k("process_cpu_seconds_total", Counter), Kind::Static);
+        assert_eq!(k("process_open_fds", Gauge), Kind::Static);
         assert_eq!(k("reveal_build", Info), Kind::Static);
         assert_eq!(k("reveal_cpu_frequency_hertz", Gauge), Kind::Dynamic);
         // An error gauge is a level, not a stream of events.

@@ -1,14 +1,19 @@
 //! The analyzer's own metrics, exposed at `/metrics` through `prometheus-client`: how much it
 //! analyzed and skipped, how far behind real time it is, how long queries and detectors take,
-//! and what failed to be delivered.
+//! and what failed to be delivered; its build (`reveal_analyzer_build_info`) and the
+//! `process_*` families of Prometheus' client libraries (`reveal_schema::process`).
 
 use std::sync::atomic::AtomicU64;
 
-use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -124,7 +129,23 @@ impl SelfMetrics {
             hosts_duplicated: Gauge::default(),
             metric_entries_empty: Gauge::default(),
         };
+        registry.register_collector(Box::new(ProcessCollector::default()));
         let r = registry.sub_registry_with_prefix("reveal_analyzer");
+        // A gauge, as Prometheus' client libraries and the exporter write `*_build_info`.
+        let build_info = Family::<Vec<(String, String)>, Gauge>::default();
+        build_info
+            .get_or_create(
+                &reveal_schema::build::info_labels()
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            )
+            .set(1);
+        r.register(
+            "build_info",
+            "The analyzer's version, the git commit and branch it was built from, and the Rust compiler's version; the value is always 1",
+            build_info,
+        );
         r.register(
             "windows_analyzed",
             "Windows featurized and scored",
@@ -300,6 +321,46 @@ impl SelfMetrics {
     }
 }
 
+/// The `process_*` families of the analyzer itself, read from `/proc/self` on each scrape.
+#[derive(Debug, Default)]
+struct ProcessCollector {
+    /// Whether reading failed already (logged once).
+    failed: std::sync::atomic::AtomicBool,
+}
+
+impl Collector for ProcessCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        use reveal_schema::process;
+        let stats = match process::read(std::path::Path::new("/proc"), "self") {
+            Ok(s) => s,
+            Err(e) => {
+                if !self.failed.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                    tracing::warn!("process_* metrics left out: {e}");
+                }
+                return Ok(());
+            }
+        };
+        for (family, value) in stats.values() {
+            let unit = family.unit.map(|u| match u {
+                "seconds" => Unit::Seconds,
+                "bytes" => Unit::Bytes,
+                other => Unit::Other(other.to_string()),
+            });
+            let (kind, counter) = match family.kind {
+                process::Kind::Counter => (MetricType::Counter, true),
+                process::Kind::Gauge => (MetricType::Gauge, false),
+            };
+            let me = encoder.encode_descriptor(family.name, family.help, unit.as_ref(), kind)?;
+            if counter {
+                ConstCounter::new(value).encode(me)?;
+            } else {
+                ConstGauge::new(value).encode(me)?;
+            }
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -325,6 +386,19 @@ mod tests {
         assert!(out.contains("reveal_analyzer_lag_seconds 1.5\n"), "{out}");
         assert!(
             out.contains("reveal_analyzer_detector_duration_seconds_count{phase=\"score\"} 1\n"),
+            "{out}"
+        );
+        for family in reveal_schema::process::FAMILIES {
+            let name = family.sample_name();
+            assert!(
+                out.lines().any(|l| l.starts_with(&format!("{name} "))),
+                "{name} missing:\n{out}"
+            );
+        }
+        let revision = format!("revision=\"{}\"", reveal_schema::build::REVISION);
+        assert!(
+            out.lines()
+                .any(|l| l.starts_with("reveal_analyzer_build_info{") && l.contains(&revision)),
             "{out}"
         );
     }

@@ -146,7 +146,7 @@ pub fn generated_block(
         if kept == 0 {
             continue;
         }
-        if metric.starts_with("reveal_exporter_")
+        if reveal_schema::catalog::is_self_metric(metric)
             || *metric == "up"
             || metric.starts_with("scrape_")
         {

@@ -58,8 +58,9 @@ pub fn selection_yaml(
     let mut foreign = Vec::new();
     let (mut whole, mut partial) = (0usize, 0usize);
     for (metric, (kept, seen)) in &by_metric {
-        if kept.is_empty() || metric.starts_with("reveal_exporter_") {
-            // Nothing kept; or the exporter's own metrics, which it always exposes.
+        if kept.is_empty() || reveal_schema::catalog::is_self_metric(metric) {
+            // Nothing kept; or the exporter's own metrics (reveal_exporter_*, process_*),
+            // which it always exposes.
             continue;
         }
         let Some(desc) = catalog::find(metric) else {
@@ -135,7 +136,7 @@ pub fn selection_yaml(
     let mut unseen = String::new();
     if keep_unseen {
         for m in catalog::METRICS {
-            if !m.name.starts_with("reveal_exporter_") && !by_metric.contains_key(m.name) {
+            if !reveal_schema::catalog::is_self_metric(m.name) && !by_metric.contains_key(m.name) {
                 unseen.push_str(&format!("  - {}\n", m.name));
                 whole += 1;
             }
