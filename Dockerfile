@@ -5,6 +5,10 @@
 
 FROM rust:1-slim-bookworm AS build
 WORKDIR /src
+# The git commit for `*_build_info` and `--version` (.git is not copied in):
+#   docker build --build-arg REVEAL_REVISION=$(git rev-parse --short=12 HEAD) ...
+# Without it the revision is "unknown".
+ARG REVEAL_REVISION=
 COPY . .
 RUN cargo build --release --locked -p reveal-exporter -p reveal-analyzer \
  && mkdir -p /out \

@@ -322,7 +322,7 @@ fn landing(path: &str, collectors: &[&str]) -> String {
          <h1>Reveal exporter</h1><p>Version {}</p>\
          <p><a href=\"{path}\">Metrics</a> · <a href=\"/-/healthy\">Health</a></p>\
          <p>Enabled collectors: {}</p></body></html>\n",
-        env!("CARGO_PKG_VERSION"),
+        reveal_schema::build::long_version(),
         collectors.join(", ")
     )
 }
