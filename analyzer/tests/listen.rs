@@ -107,3 +107,79 @@ fn port_zero_logs_the_bound_address() {
     assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--log.format=json` (issue 49 item 2): every line is a JSON object with `ts`, `level`,
+/// `target`, `msg`, no colour in a piped log; `/metrics` has the `process_*` families and
+/// `reveal_analyzer_build_info` with the revision (item 5); `--version` names it.
+#[test]
+fn json_logs_process_metrics_and_build_info() {
+    let dir = tmpdir("listen-json");
+    let config = dir.join("analyzer.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "listen_address: 127.0.0.1:0\nstate_dir: {}\nsource:\n  scrape:\n    targets: [http://127.0.0.1:9/metrics]\n    timeout: 1s\nmetrics:\n  - expr: reveal_cpu_.*\n    subsystem: cpu\n",
+            dir.join("state").display()
+        ),
+    )
+    .unwrap();
+    let mut child = analyzer()
+        .args(["run", "--log.format=json", "--config.file"])
+        .arg(&config)
+        .env_remove("RUST_LOG")
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let _running = Running(child);
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen = Vec::new();
+    let addr: SocketAddr = loop {
+        let line = rx
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|e| panic!("no 'serving' line ({e}):\n{}", seen.join("\n")));
+        assert!(!line.contains('\u{1b}'), "colour in a piped log: {line:?}");
+        let v: serde_json::Value =
+            serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+        for key in ["ts", "level", "target", "msg"] {
+            assert!(v[key].is_string(), "no {key}: {line}");
+        }
+        if v["msg"].as_str().unwrap().contains("serving /metrics") {
+            break v["addr"].as_str().unwrap().parse().unwrap();
+        }
+        seen.push(line);
+    };
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: reveal\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).unwrap();
+    for family in reveal_schema::process::FAMILIES {
+        let name = format!("\n{} ", family.sample_name());
+        assert!(reply.contains(&name), "{name:?} missing:\n{reply}");
+    }
+    let revision = format!("revision=\"{}\"", reveal_schema::build::REVISION);
+    assert!(
+        reply
+            .lines()
+            .any(|l| l.starts_with("reveal_analyzer_build_info{") && l.contains(&revision)),
+        "{reply}"
+    );
+    let out = analyzer().arg("--version").output().unwrap();
+    let v = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        v.contains(&format!("(revision {}", reveal_schema::build::REVISION)),
+        "{v}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
