@@ -1,6 +1,7 @@
 //! Every parser of outside input under the mutation fuzzer of `tests/support/fuzz.rs`, seeded
 //! from recorded fixtures: the exporter's `/proc` and `/sys` parsers (the files of three real
-//! hosts), its configuration, selection and web-configuration readers, and the analyzer's
+//! hosts), its configuration, selection and web-configuration readers, the `process_*`
+//! parsers both binaries share, and the analyzer's
 //! OpenMetrics, CSV and Prometheus-JSON readers and its configuration. A target passes when
 //! no input makes it panic; errors are what bad input should get.
 //!
@@ -101,6 +102,26 @@ fn sys_numa_node_files() {
         let t = text(b);
         let _ = c::numa::parse_numastat(&t);
         let _ = c::numa::parse_node_meminfo(&t);
+    });
+}
+
+/// The `process_*` self-metrics' parsers (`reveal_schema::process`, both binaries), seeded
+/// with this test process' own `stat`, `status` and `limits` and the fixtures' `/proc/stat`
+/// (its `btime`).
+#[test]
+fn process_self_files() {
+    use reveal_schema::process;
+    let mut seeds: Vec<Vec<u8>> = ["stat", "status", "limits"]
+        .iter()
+        .filter_map(|f| std::fs::read(Path::new("/proc/self").join(f)).ok())
+        .collect();
+    seeds.extend(proc_seeds("proc/stat"));
+    fuzz("process_self_files", &seeds, |b| {
+        let t = text(b);
+        let _ = process::parse_stat(&t);
+        let _ = process::parse_status(&t);
+        let _ = process::parse_btime(&t);
+        let _ = process::parse_max_fds(&t);
     });
 }
 

@@ -174,7 +174,7 @@ pub fn parse_stat(text: &str) -> Result<Stat, String> {
             .map_err(|e| format!("field {n} {s:?}: {e}"))
     };
     // utime 14, stime 15, starttime 22 (proc(5)).
-    let ticks = field(14)? + field(15)?;
+    let ticks = field(14)?.saturating_add(field(15)?);
     let start = field(22)?;
     Ok(Stat {
         cpu_seconds: ticks as f64 / USER_HZ,
@@ -306,6 +306,9 @@ mod tests {
         assert!((s.start_after_boot_seconds - 1234.56).abs() < 1e-9);
         assert!(parse_stat("1 (x) S 1 2").is_err());
         assert!(parse_stat("no parenthesis").is_err());
+        // Found by tests/fuzz.rs: utime + stime past u64::MAX.
+        let huge = STAT.replace(" 37 12 ", " 18446744073709551615 12 ");
+        assert!(parse_stat(&huge).unwrap().cpu_seconds > 1e17);
     }
 
     #[test]
