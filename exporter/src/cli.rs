@@ -34,7 +34,7 @@ pub struct Flags {
     /// Prometheus exporter-toolkit's format; read again when it or a certificate changes.
     #[arg(long = "web.config.file")]
     pub web_config_file: Option<PathBuf>,
-    /// Connections open at once; more wait until one closes.
+    /// Connections open at once, on each listen address; more wait until one closes.
     #[arg(long = "web.max-connections", default_value_t = reveal_schema::serve::MAX_CONNECTIONS)]
     pub max_connections: usize,
     /// procfs mount point.
