@@ -238,9 +238,9 @@ impl MsrCollector {
         if !notes.lines.is_empty() {
             let line = notes.lines.join("; ");
             if notes.problem {
-                tracing::warn!("msr: {line}");
+                tracing::warn!(collector = "msr", "msr: {line}");
             } else {
-                tracing::info!("msr: {line}");
+                tracing::info!(collector = "msr", "msr: {line}");
             }
         }
         if s.wants(&TSC_HZ) {

@@ -347,9 +347,9 @@ impl PerfCollector {
         }
         for (absent, line) in summary {
             if absent {
-                tracing::info!("perf: {line}");
+                tracing::info!(collector = "perf", "perf: {line}");
             } else {
-                tracing::warn!("perf: {line}");
+                tracing::warn!(collector = "perf", "perf: {line}");
             }
         }
         PerfCollector {
