@@ -19,11 +19,23 @@ fn git(args: &[&str]) -> Option<String> {
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed=REVEAL_REVISION");
+    // Only this repository's commit: a tarball unpacked inside another git checkout must not
+    // take that checkout's (build.rs is tracked here, not there).
+    let ours = git(&["ls-files", "--error-unmatch", "build.rs"]).is_some();
     let revision = std::env::var("REVEAL_REVISION")
         .ok()
         .filter(|s| !s.is_empty())
-        .or_else(|| git(&["rev-parse", "--short=12", "HEAD"]))
+        .or_else(|| {
+            ours.then(|| git(&["rev-parse", "--short=12", "HEAD"]))
+                .flatten()
+        })
         .unwrap_or_else(|| "unknown".to_string());
+    if !ours {
+        println!("cargo:rustc-env=REVEAL_BRANCH=");
+        println!("cargo:rustc-env=REVEAL_REVISION={revision}");
+        println!("cargo:rustc-env=REVEAL_RUSTVERSION={}", rustversion());
+        return;
+    }
     let branch = git(&["symbolic-ref", "--short", "-q", "HEAD"]).unwrap_or_default();
     // `--git-path` resolves worktrees and the common directory; files that do not exist
     // (a packed ref) are left out, and `packed-refs` is watched for them.
@@ -37,16 +49,19 @@ fn main() {
             }
         }
     }
+    println!("cargo:rustc-env=REVEAL_REVISION={revision}");
+    println!("cargo:rustc-env=REVEAL_BRANCH={branch}");
+    println!("cargo:rustc-env=REVEAL_RUSTVERSION={}", rustversion());
+}
+
+/// The compiler's version: "rustc 1.86.0 (05f9846f8 2025-03-31)" gives "1.86.0".
+fn rustversion() -> String {
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_string());
-    let rustversion = Command::new(rustc)
+    Command::new(rustc)
         .arg("-V")
         .output()
         .ok()
         .and_then(|o| String::from_utf8(o.stdout).ok())
-        // "rustc 1.86.0 (05f9846f8 2025-03-31)" -> "1.86.0"
         .and_then(|s| s.split_whitespace().nth(1).map(str::to_string))
-        .unwrap_or_else(|| "unknown".to_string());
-    println!("cargo:rustc-env=REVEAL_REVISION={revision}");
-    println!("cargo:rustc-env=REVEAL_BRANCH={branch}");
-    println!("cargo:rustc-env=REVEAL_RUSTVERSION={rustversion}");
+        .unwrap_or_else(|| "unknown".to_string())
 }
