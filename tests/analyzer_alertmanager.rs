@@ -30,6 +30,8 @@ fn finding(start: SystemTime) -> Finding {
             "reveal_storage_written_bytes_total{device=\"sda\"}",
             true,
         ),
+        cgroup: Some("slurm/job_42".into()),
+        cgroups: Some("cgroup `slurm/job_42` took 40.0 MB/s more (0.0 MB/s → 40.0 MB/s).".into()),
         start,
         last_window_end: start + Duration::from_secs(3),
     }
@@ -85,6 +87,11 @@ fn alert_fires_through_api_and_webhook_then_resolves() {
     assert_eq!(a["labels"]["alertname"], "RevealAnomaly");
     assert_eq!(a["labels"]["subsystem"], "storage");
     assert_eq!(a["labels"]["severity"], "critical");
+    // The job behind it is a label (routing, silences) and its words an annotation.
+    assert_eq!(a["labels"]["cgroup"], "slurm/job_42");
+    assert!(a["annotations"]["cgroups"]
+        .as_str()
+        .is_some_and(|c| c.starts_with("cgroup `slurm/job_42` took")));
     assert_eq!(a["status"]["state"], "active");
     assert!(a["annotations"]["summary"]
         .as_str()

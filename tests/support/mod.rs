@@ -73,6 +73,18 @@ pub fn loopback(port: u16) -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], port))
 }
 
+/// The effective uid is the second number on the `Uid:` line of `/proc/self/status`.
+pub fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|ids| ids.split_whitespace().nth(1).map(|e| e == "0"))
+        })
+        .unwrap_or(false)
+}
+
 /// Whether end-to-end tests must run (CI) rather than skip when a tool is missing.
 pub fn in_ci() -> bool {
     std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "0" && v != "false")

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 /// Whether this machine can run the namespace tests: root, `ip` (iproute2) and `nft`
 /// (nftables). When it cannot, says why loudly and returns `false`, or fails under CI.
 pub fn available() -> bool {
-    if !is_root() {
+    if !crate::is_root() {
         let msg = "network namespace tests need root (CAP_SYS_ADMIN and CAP_NET_ADMIN)";
         if in_ci() {
             panic!("{msg}");
@@ -37,18 +37,6 @@ pub fn available() -> bool {
     }
     crate::require_tool("ip", "iproute2").is_some()
         && crate::require_tool("nft", "nftables").is_some()
-}
-
-/// The effective uid is the second number on the `Uid:` line of `/proc/self/status`.
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .and_then(|ids| ids.split_whitespace().nth(1).map(|e| e == "0"))
-        })
-        .unwrap_or(false)
 }
 
 /// Runs a command to completion; panics with its output if it fails.

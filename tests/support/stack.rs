@@ -26,13 +26,19 @@ impl Stack {
     /// page cache (see [`flush_page_cache`]) so the analyzer's baseline is not a build's
     /// write-back.
     pub fn start() -> Stack {
+        Stack::start_with(&[])
+    }
+
+    /// [`Stack::start`] with more exporter flags (a collector that is off by default).
+    pub fn start_with(exporter_args: &[String]) -> Stack {
         flush_page_cache();
         let port = free_port();
         let target = loopback(port).to_string();
         let mut exporter = Proc::spawn(
             "reveal-exporter",
             Command::new(workspace_bin("reveal-exporter"))
-                .arg(format!("--web.listen-address={target}")),
+                .arg(format!("--web.listen-address={target}"))
+                .args(exporter_args),
         );
         exporter.wait_http_ready(loopback(port), "/metrics", Duration::from_secs(20));
         let prom = Prometheus::scraping(std::slice::from_ref(&target), "100ms").start();

@@ -7,6 +7,7 @@
 //! undelivered anomaly samples and alerts wait in bounded queues.
 
 mod alerts;
+mod cgroups;
 mod group;
 mod metric_set;
 mod start;
@@ -98,6 +99,10 @@ pub struct Service {
     duplicates_reported: std::collections::BTreeSet<String>,
     /// Metric-set entries that returned no series ([`metric_set`]).
     empty_entries: crate::ingest::prometheus::entries::EmptyEntries,
+    /// What the cgroups said of each open alert ([`cgroups`]), asked once per alert.
+    culprits: alerts::Culprits,
+    /// Episode events of this pass, for the alerts and reports, in order.
+    pending: Vec<Event>,
 }
 
 impl Service {
@@ -420,36 +425,89 @@ impl Service {
     }
 
     fn on_event(&mut self, ev: Event) {
-        let now = self.clock.now();
-        match ev {
+        match &ev {
             Event::Opened(ep) => {
                 self.metrics.episodes_opened.inc();
                 tracing::info!(episode = %ep.id, subsystem = %ep.subsystem, severity = %ep.severity, summary = %ep.summary, "episode opened");
-                if let Some(tx) = self.alerts.as_mut() {
-                    alerts::upsert_alerts(tx, &ep, now);
-                }
             }
-            Event::Extended(ep) => {
-                if let Some(tx) = self.alerts.as_mut() {
-                    alerts::upsert_alerts(tx, &ep, now);
+            Event::Extended(_) => {}
+            Event::Closed(ep) => tracing::info!(episode = %ep.id, "episode closed"),
+        }
+        if self.alerts.is_some() || self.reports.is_some() {
+            self.pending.push(ev);
+        }
+    }
+
+    /// The pass's episode events to the alerts and reports, in order. An alert not yet
+    /// sent first asks Prometheus which cgroup is behind it ([`cgroups`]); the answer is
+    /// kept for the alert's life, so its labels do not change.
+    async fn flush_events(&mut self) {
+        for ev in std::mem::take(&mut self.pending) {
+            match ev {
+                Event::Opened(ep) | Event::Extended(ep) => {
+                    self.ask_cgroups(&ep).await;
+                    let now = self.clock.now();
+                    if let Some(tx) = self.alerts.as_mut() {
+                        alerts::upsert_alerts(tx, &ep, now, &self.culprits);
+                    }
                 }
-            }
-            Event::Closed(ep) => {
-                tracing::info!(episode = %ep.id, "episode closed");
-                if let Some(r) = self.reports.as_mut() {
-                    r.episode(&ep);
-                }
-                if let Some(tx) = self.alerts.as_mut() {
+                Event::Closed(ep) => {
+                    self.ask_cgroups(&ep).await;
+                    if let Some(r) = self.reports.as_mut() {
+                        r.episode(&alerts::with_cgroups(&ep, &self.culprits));
+                    }
                     for sub in alerts::alerted(&ep) {
-                        tx.resolve(&alerts::alert_key(&ep, sub), at(ep.last_flagged_ms));
+                        let key = alerts::alert_key(&ep, sub);
+                        if let Some(tx) = self.alerts.as_mut() {
+                            tx.resolve(&key, at(ep.last_flagged_ms));
+                        }
+                        self.culprits.remove(&key);
                     }
                 }
             }
         }
     }
 
+    /// Asks once per alerted subsystem of `ep` which cgroups are behind it. Only a
+    /// Prometheus source can be asked; a question that fails or takes longer than
+    /// [`cgroups::TIMEOUT`] is answered with nothing (logged), and the alert goes out
+    /// without a cgroup.
+    async fn ask_cgroups(&mut self, ep: &crate::core::episodes::OpenEpisode) {
+        let Input::Prometheus(p) = &self.input else {
+            return;
+        };
+        let (client, host_label) = (p.client().clone(), p.host_label().to_string());
+        for sub in alerts::alerted(ep) {
+            let key = alerts::alert_key(ep, sub);
+            if self.culprits.contains_key(&key) {
+                continue;
+            }
+            let asked = tokio::time::timeout(
+                cgroups::TIMEOUT,
+                cgroups::lookup(&client, &host_label, ep, sub),
+            )
+            .await;
+            let culprit = match asked {
+                Ok(Ok(c)) => c,
+                Ok(Err(e)) => {
+                    tracing::warn!(episode = %ep.id, subsystem = sub, error = %e, "could not ask which cgroup is behind the alert");
+                    None
+                }
+                Err(_) => {
+                    tracing::warn!(episode = %ep.id, subsystem = sub, "asking which cgroup is behind the alert took too long");
+                    None
+                }
+            };
+            if let Some(c) = culprit.as_ref().filter(|c| !c.is_empty()) {
+                tracing::info!(episode = %ep.id, subsystem = sub, cgroups = %c.sentence(), "cgroups behind the alert");
+            }
+            self.culprits.insert(key, culprit);
+        }
+    }
+
     /// Alert delivery and the output metrics.
     async fn deliver(&mut self) {
+        self.flush_events().await;
         if let Some(tx) = self.alerts.as_mut() {
             if tx.tick(self.clock.now()).await.is_err() {
                 self.metrics.delivery_failed("alertmanager");

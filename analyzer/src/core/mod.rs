@@ -6,6 +6,7 @@ pub mod attribution;
 pub mod claim;
 pub mod clock;
 pub mod crosshost;
+pub mod culprit;
 pub mod detect;
 pub mod duration;
 pub mod episodes;

@@ -154,6 +154,16 @@ impl PrometheusSource {
         self.options.step_ms
     }
 
+    /// The client the source queries with, for other questions to the same server.
+    pub fn client(&self) -> &PromClient {
+        &self.client
+    }
+
+    /// The label that tells hosts apart.
+    pub fn host_label(&self) -> &str {
+        &self.options.host_label
+    }
+
     /// Every expression over the grid points in `[start, end)`, in metric-set order: the
     /// points the previous call already holds are reused when the range starts inside them
     /// and ends after them, and only the newer points are queried.

@@ -155,6 +155,8 @@ pub fn deviation_finding(f: &HostDeviation) -> Finding {
         description,
         detectors: "crosshost".to_string(),
         hint: crate::core::crosshost::explaining(f.subsystem, &f.evidence).map(|(_, h)| h),
+        cgroup: None,
+        cgroups: None,
         start: at(f.since_ms),
         last_window_end: at(f.last_ms),
     }
@@ -176,6 +178,8 @@ pub fn regime_finding(ev: &RegimeEvent) -> (Finding, SystemTime) {
         description: ev.description.clone(),
         detectors: "regime".to_string(),
         hint: None,
+        cgroup: None,
+        cgroups: None,
         start: at(ev.change.start_ms),
         last_window_end: at(ev.change.detected_ms),
     };

@@ -53,6 +53,12 @@ pub struct Finding {
     /// What to check first, for a known signature of the evidence (`core::hints`): the
     /// `remediation` annotation, left out when there is none.
     pub hint: Option<String>,
+    /// The cgroup that took more of the subsystem during the finding (`core::culprit`): the
+    /// alert's `cgroup` label, absent when none did or the host has no cgroup series.
+    pub cgroup: Option<String>,
+    /// What the cgroups say, in words (the cause and the cgroups that stalled): the
+    /// `cgroups` annotation, also appended to the summary.
+    pub cgroups: Option<String>,
     pub start: SystemTime,
     /// End of the latest flagged window.
     pub last_window_end: SystemTime,
@@ -67,6 +73,7 @@ impl Finding {
             ("severity", self.severity),
         ]
         .into_iter()
+        .chain(self.cgroup.as_deref().map(|c| ("cgroup", c)))
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect()
     }
@@ -218,6 +225,7 @@ impl AlertSender {
         ]
         .into_iter()
         .chain(f.hint.clone().map(|h| ("remediation", h)))
+        .chain(f.cgroups.clone().map(|c| ("cgroups", c)))
         .map(|(k, v)| (k.to_string(), v))
         .collect();
         Alert {

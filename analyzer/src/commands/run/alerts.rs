@@ -1,9 +1,11 @@
 //! From episodes to Alertmanager alerts: one alert per alerted subsystem of an episode,
 //! keyed `episode-id/subsystem`, so restarts and re-sends address the same alert.
 
+use std::collections::BTreeMap;
 use std::time::SystemTime;
 
 use super::at;
+use crate::core::culprit::Culprit;
 use crate::core::episodes::OpenEpisode;
 use crate::outputs::alertmanager::{AlertSender, Finding};
 
@@ -21,14 +23,51 @@ pub(super) fn alert_key(ep: &OpenEpisode, subsystem: &str) -> String {
     format!("{}/{subsystem}", ep.id)
 }
 
-/// One alert per alerted subsystem of the episode.
-pub(super) fn upsert_alerts(tx: &mut AlertSender, ep: &OpenEpisode, now: SystemTime) {
+/// What the cgroups said of each alert, by alert key (`None`: nothing to say).
+pub(super) type Culprits = BTreeMap<String, Option<Culprit>>;
+
+/// One alert per alerted subsystem of the episode, naming the cgroup behind it where
+/// `culprits` has one.
+pub(super) fn upsert_alerts(
+    tx: &mut AlertSender,
+    ep: &OpenEpisode,
+    now: SystemTime,
+    culprits: &Culprits,
+) {
     for sub in alerted(ep) {
-        tx.upsert(&alert_key(ep, sub), finding(ep, sub), now);
+        let key = alert_key(ep, sub);
+        let culprit = culprits.get(&key).and_then(Option::as_ref);
+        tx.upsert(&key, finding(ep, sub, culprit), now);
     }
 }
 
-fn finding(ep: &OpenEpisode, subsystem: &str) -> Finding {
+/// The episode as its report records it: each alerted subsystem's claim followed by what
+/// the cgroups said.
+pub(super) fn with_cgroups(ep: &OpenEpisode, culprits: &Culprits) -> OpenEpisode {
+    let mut ep = ep.clone();
+    for sub in alerted(&ep)
+        .into_iter()
+        .map(str::to_string)
+        .collect::<Vec<_>>()
+    {
+        if let Some(Some(c)) = culprits.get(&alert_key(&ep, &sub)) {
+            if !c.is_empty() {
+                let claim = ep.claims.get(&sub).cloned().unwrap_or(ep.summary.clone());
+                ep.claims.insert(sub, format!("{claim} — {}", c.sentence()));
+            }
+        }
+    }
+    ep
+}
+
+fn finding(ep: &OpenEpisode, subsystem: &str, culprit: Option<&Culprit>) -> Finding {
+    let claim = ep
+        .claims
+        .get(subsystem)
+        .cloned()
+        .unwrap_or_else(|| ep.summary.clone());
+    let culprit = culprit.filter(|c| !c.is_empty());
+    let cgroups = culprit.map(Culprit::sentence);
     Finding {
         alertname: "RevealAnomaly",
         instance: ep.instance.clone(),
@@ -38,14 +77,15 @@ fn finding(ep: &OpenEpisode, subsystem: &str) -> Finding {
             "warning" => "warning",
             _ => "info",
         },
-        summary: ep
-            .claims
-            .get(subsystem)
-            .cloned()
-            .unwrap_or_else(|| ep.summary.clone()),
+        summary: match &cgroups {
+            Some(c) => format!("{claim} — {c}"),
+            None => claim,
+        },
         description: ep.description.clone(),
         detectors: ep.detectors.clone(),
         hint: ep.hints.get(subsystem).cloned(),
+        cgroup: culprit.and_then(Culprit::cause_cgroup).map(str::to_string),
+        cgroups,
         start: at(ep.start_ms),
         last_window_end: at(ep.last_flagged_ms),
     }

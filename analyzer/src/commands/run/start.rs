@@ -3,11 +3,10 @@
 //! server: [`super::metric_set`]), outputs, and the episodes restored from the checkpoint.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use prometheus_client::registry::Registry;
 
-use super::alerts::upsert_alerts;
 use super::{at, Health, Input, SelfMetrics, Server, Service, ServiceError, MAX_PENDING_SAMPLES};
 use crate::config::Config;
 use crate::http::HttpClient;
@@ -122,12 +121,17 @@ impl Service {
         // A refit never holds a pass back: windows go on being scored while it runs.
         engine.fit_in_background();
         engine.restore_episodes(&checkpoint.open_episodes);
-        if let Some(tx) = alerts.as_mut() {
-            // Same key and labels as before the restart: Alertmanager sees the same alert.
-            for ep in &checkpoint.open_episodes {
-                upsert_alerts(tx, ep, SystemTime::now());
-            }
-        }
+        // Same key and labels as before the restart: Alertmanager sees the same alert, with
+        // the same cgroup asked again at the first delivery.
+        let pending = match alerts {
+            Some(_) => checkpoint
+                .open_episodes
+                .iter()
+                .cloned()
+                .map(crate::core::episodes::tracker::Event::Extended)
+                .collect(),
+            None => Vec::new(),
+        };
         let reports = match &config.outputs.reports_dir {
             Some(d) => Some(
                 crate::online::reports::Reports::open(d)
@@ -158,6 +162,8 @@ impl Service {
                 skipped_since_log: Default::default(),
                 duplicates_reported: Default::default(),
                 empty_entries: Default::default(),
+                culprits: Default::default(),
+                pending,
             },
             server_task,
         ))

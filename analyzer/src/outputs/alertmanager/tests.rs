@@ -13,6 +13,8 @@ fn finding(instance: &str, subsystem: &str, severity: &'static str) -> Finding {
         description: "value__mean of reveal_cpu_time_seconds_total{mode=\"user\"}".into(),
         detectors: "zscore,pca".into(),
         hint: Some("CPU demand rose: check what runs".into()),
+        cgroup: None,
+        cgroups: None,
         start,
         last_window_end: start + Duration::from_secs(3),
     }
