@@ -65,7 +65,7 @@ impl KeptFile {
     /// own input, so that megabytes of digits (`/proc/interrupts` on a wide host) are not
     /// validated as UTF-8 first, and a stray byte in one device name does not fail the file.
     ///
-    /// The start is chosen by [`copy_friendly_start`] (from the second read on, when the
+    /// The start is chosen by `copy_friendly_start` (from the second read on, when the
     /// buffer no longer grows): a buffer this large is one that malloc maps on its own, 16
     /// bytes past a page boundary.
     pub fn read_bytes_into(&self, buf: &mut Vec<u8>) -> Result<usize, CollectError> {

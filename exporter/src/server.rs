@@ -22,7 +22,7 @@ pub struct Server {
     /// `--web.config.file`, if given.
     pub web: Option<Arc<Web>>,
     pub max_connections: usize,
-    /// Scrapes being rendered now, and when the last one ended ([`Server::render`]).
+    /// Scrapes being rendered now, and when the last one ended (`Server::render`).
     pub rendering: AtomicUsize,
     pub last_render: Mutex<Option<LastRender>>,
 }

@@ -214,7 +214,7 @@ impl MatrixBuilder {
     /// the step ending at `k`, so an event channel summed over a window is the count of events
     /// in that window. A decrease is a counter reset (a restart, a device re-created), and the
     /// increase is the new value itself, as Prometheus' `increase()` assumes, unless it is a
-    /// 32-bit wrap ([`increase`]). The first sample, and a sample whose previous cell is a
+    /// 32-bit wrap (`increase`). The first sample, and a sample whose previous cell is a
     /// gap, yield `NaN`: the increase is unknown there rather than spread over the gap by
     /// guess.
     ///

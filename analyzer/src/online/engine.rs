@@ -99,7 +99,7 @@ struct HostState {
     /// Columns still away from their level after a fault (the settle rule), and until when
     /// at most they are left out of scoring.
     left_out: Vec<(LeftOut, i64)>,
-    /// The refit running in the background ([`refit`]), if any.
+    /// The refit running in the background (`refit`), if any.
     pending: Option<refit::Pending>,
     /// Regime changes of this host (DESIGN step 8), over its scored rows.
     regime: Option<RegimeTracker>,
@@ -182,7 +182,7 @@ impl Engine {
         }
     }
 
-    /// Fits the baselines of scored windows in the background from now on ([`refit`]): the
+    /// Fits the baselines of scored windows in the background from now on (`refit`): the
     /// service's passes never wait for a fit. Learned history is still fitted inline, as are
     /// replays, whose results must not depend on how long a fit takes.
     pub fn fit_in_background(&mut self) {

@@ -246,10 +246,10 @@ pub fn host(name: &str, t0: i64, secs: i64, faults: &[Fault], seed: u64) -> Host
             values[[row, t]] = v;
             row += 1;
         };
-        for c in 0..CPUS {
+        for (c, level) in loader_level.iter().enumerate() {
             let loader = c < 64;
             let mut user = if loader {
-                loader_level[c] * if compute { 1.0 } else { 0.8 } + 0.05 * rng.gauss()
+                level * if compute { 1.0 } else { 0.8 } + 0.05 * rng.gauss()
             } else {
                 0.02 + 0.01 * rng.unit()
             };

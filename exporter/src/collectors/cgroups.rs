@@ -81,6 +81,9 @@ pub struct CgroupsArgs {
     /// such as system.slice; 2: also system.slice/ssh.service). Kubernetes pods are at level
     /// 3 (kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<UID>.slice), Slurm
     /// jobs at 3 (slurm/uid_N/job_N, system.slice/slurmstepd.scope/job_N).
+    // The doc comment is the flag's --help text as it should read there; rustdoc alone
+    // would take `<UID>` for an HTML tag.
+    #[allow(rustdoc::invalid_html_tags)]
     #[arg(
         id = "collector.cgroups.depth",
         long = "collector.cgroups.depth",

@@ -37,7 +37,7 @@ pub trait GpuSource: Send {
 /// The most NVLinks a GPU has (`NVML_NVLINK_MAX_LINKS` in nvml.h).
 const MAX_NVLINKS: u32 = 18;
 
-/// How often the energy counter is read (see [`Slow`]).
+/// How often the energy counter is read (see `Slow`).
 pub const ENERGY_EVERY: Duration = Duration::from_secs(1);
 
 /// The queries NVML answers slowly, read less often than every scrape. NVML answers most

@@ -12,7 +12,7 @@
 //! points to (`coretemp/coretemp.0`, `nvme/nvme0`, `k10temp/0000:00:18.3`), which is stable
 //! and tells two chips of one driver apart; where two devices share a name, their whole path
 //! under `devices` does. Only chips that no device tells apart (registered without a parent
-//! device, or two chips of one device and driver) get `hwmonN` added, see [`distinct_labels`].
+//! device, or two chips of one device and driver) get `hwmonN` added, see `distinct_labels`.
 //! `sensor` is `tempK`, `label` the driver's `tempK_label` (empty when it has none).
 //!
 //! The development VM has no hwmon class (no emulated sensors), so the collector is

@@ -12,7 +12,7 @@
 //! exposed as `reveal_memory_vmstat_events_total{event}`. The `nr_*` keys are point-in-time page
 //! counts (gauges) that duplicate `/proc/meminfo`, which the meminfo collector exposes in bytes,
 //! so they are left out here. The few non-`nr_` keys that are levels, not counters, are
-//! listed in [`NOT_EVENTS`] and skipped too.
+//! listed in `NOT_EVENTS` and skipped too.
 
 use super::{Collector, Settings};
 use crate::error::Excerpt;

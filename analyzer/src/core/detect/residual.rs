@@ -59,7 +59,7 @@ pub struct WorkloadModel {
 
 impl WorkloadModel {
     /// Fits on a baseline; at most `max_rank` components, only those above
-    /// the noise edge (see [`signal_rank`]).
+    /// the noise edge (see `signal_rank`).
     pub fn fit(
         x: ArrayView2<f64>,
         max_rank: usize,
