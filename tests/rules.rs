@@ -221,7 +221,7 @@ fn readme_rule_table_is_current() {
         .expect("docs/metrics.md has <!-- rules:end -->")
         + a;
     let want = readme_rule_table();
-    if std::env::var_os("UPDATE_README").is_some() {
+    if std::env::var_os("REVEAL_BLESS").is_some() {
         std::fs::write(
             &readme_path,
             format!("{}{want}{}", &readme[..a], &readme[b..]),
@@ -232,6 +232,6 @@ fn readme_rule_table_is_current() {
     assert_eq!(
         &readme[a..b],
         want,
-        "docs/metrics.md's rule table is stale: UPDATE_README=1 cargo nextest run -p reveal-e2e --test rules"
+        "docs/metrics.md's rule table is stale: REVEAL_BLESS=1 cargo nextest run -p reveal-e2e --test rules"
     );
 }

@@ -3,7 +3,7 @@
 //!
 //! A change that renames a metric, changes a unit or alters a value shows up as a diff here.
 //! After an intended change, regenerate with
-//! `UPDATE_GOLDEN=1 cargo nextest run -p reveal-exporter --test golden` and review the diff.
+//! `REVEAL_BLESS=1 cargo nextest run -p reveal-exporter --test golden` and review the diff.
 
 mod common;
 
@@ -84,14 +84,14 @@ fn check_golden(tree: &str) {
         );
     }
     let path = golden_path(tree);
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+    if std::env::var_os("REVEAL_BLESS").is_some() {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, &got).unwrap();
         eprintln!("wrote {}", path.display());
         return;
     }
     let want = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e}; create it with UPDATE_GOLDEN=1", path.display()));
+        .unwrap_or_else(|e| panic!("{}: {e}; create it with REVEAL_BLESS=1", path.display()));
     if want != got {
         let diff = similar::TextDiff::from_lines(&want, &got);
         let shown = diff
@@ -103,7 +103,7 @@ fn check_golden(tree: &str) {
         let cut = lines.len().min(200);
         panic!(
             "{tree}: exposition differs from {} ({} diff lines, first {cut} shown).\n\
-             If the change is intended, regenerate with UPDATE_GOLDEN=1 and review the diff.\n{}",
+             If the change is intended, regenerate with REVEAL_BLESS=1 and review the diff.\n{}",
             path.display(),
             lines.len(),
             lines[..cut].join("\n")
@@ -265,7 +265,7 @@ fn old_kernel_partition_lines_parse() {
 /// `--path.procfs` and `--path.sysfs`, prints exactly the golden exposition.
 #[test]
 fn binary_with_path_flags_matches_golden() {
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+    if std::env::var_os("REVEAL_BLESS").is_some() {
         return; // the golden files are being rewritten by the other tests right now
     }
     for tree in ["numa-2socket", "vm-debian"] {

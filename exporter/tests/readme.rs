@@ -1,6 +1,6 @@
 //! The documentation's flag reference (docs/exporter.md) and metric list (docs/metrics.md) are
 //! generated from the code: this test fails when the blocks between the markers differ from
-//! what the binary prints. `UPDATE_README=1 cargo nextest run -p reveal-exporter --test readme`
+//! what the binary prints. `REVEAL_BLESS=1 cargo nextest run -p reveal-exporter --test readme`
 //! rewrites them.
 
 use std::path::PathBuf;
@@ -60,7 +60,7 @@ fn readme_blocks_match_the_code() {
         let text =
             std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let want = splice(&text, name, &body);
-        if std::env::var_os("UPDATE_README").is_some() {
+        if std::env::var_os("REVEAL_BLESS").is_some() {
             std::fs::write(&path, &want).unwrap();
             eprintln!("rewrote the {name} block of {}", path.display());
             continue;
@@ -77,7 +77,7 @@ fn readme_blocks_match_the_code() {
     }
     assert!(
         stale.is_empty(),
-        "the documentation's generated blocks are stale; run UPDATE_README=1 cargo nextest run \
+        "the documentation's generated blocks are stale; run REVEAL_BLESS=1 cargo nextest run \
          -p reveal-exporter --test readme\n{}",
         stale.join("\n")
     );

@@ -2,7 +2,7 @@
 //! selection parser) lists exactly the metrics the exporter's descriptors define.
 //!
 //! After adding, removing or relabelling a metric, regenerate the table with
-//! `UPDATE_SCHEMA=1 cargo nextest run -p reveal-exporter --test schema_catalog`.
+//! `REVEAL_BLESS=1 cargo nextest run -p reveal-exporter --test schema_catalog`.
 
 use reveal_exporter::runner::known_descs;
 
@@ -10,7 +10,7 @@ use reveal_exporter::runner::known_descs;
 fn table_source() -> String {
     let mut out = String::from(
         "//! Generated from the exporter's descriptors by the exporter's `schema_catalog` test\n\
-         //! (`UPDATE_SCHEMA=1 cargo nextest run -p reveal-exporter --test schema_catalog`);\n\
+         //! (`REVEAL_BLESS=1 cargo nextest run -p reveal-exporter --test schema_catalog`);\n\
          //! do not edit by hand.\n\
          \n\
          use super::Metric;\n\
@@ -43,7 +43,7 @@ fn the_schema_catalog_lists_every_metric_of_the_exporter() {
     }
     let path =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../schema/src/catalog/table.rs");
-    if std::env::var_os("UPDATE_SCHEMA").is_some() {
+    if std::env::var_os("REVEAL_BLESS").is_some() {
         std::fs::write(&path, table_source()).unwrap();
         eprintln!("wrote {}; rebuild to use it", path.display());
         return;
@@ -53,7 +53,7 @@ fn the_schema_catalog_lists_every_metric_of_the_exporter() {
     panic!(
         "reveal_schema::catalog differs from the exporter's descriptors \
          (missing or changed: {missing:?}; not emitted: {extra:?}; or the order differs). \
-         Regenerate {} with UPDATE_SCHEMA=1 cargo nextest run -p reveal-exporter --test \
+         Regenerate {} with REVEAL_BLESS=1 cargo nextest run -p reveal-exporter --test \
          schema_catalog",
         path.display()
     );

@@ -3,7 +3,7 @@
 //!
 //! The table in `catalog/table.rs` is generated from the exporter's descriptors. The
 //! exporter's test `schema_catalog` fails when they differ; regenerate the table with
-//! `UPDATE_SCHEMA=1 cargo nextest run -p reveal-exporter --test schema_catalog`.
+//! `REVEAL_BLESS=1 cargo nextest run -p reveal-exporter --test schema_catalog`.
 
 mod table;
 

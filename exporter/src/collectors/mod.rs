@@ -1,9 +1,9 @@
 //! The collector table: every collector, whether it is on by default, and how it is built.
 //!
 //! Adding a collector means one module here, one row in [`COLLECTORS`], fixtures, a test and
-//! the golden files (`UPDATE_GOLDEN=1 cargo test -p reveal-exporter --test golden`), and for
+//! the golden files (`REVEAL_BLESS=1 cargo test -p reveal-exporter --test golden`), and for
 //! a new metric the schema catalog the analyzer reads
-//! (`UPDATE_SCHEMA=1 cargo test -p reveal-exporter --test schema_catalog`).
+//! (`REVEAL_BLESS=1 cargo test -p reveal-exporter --test schema_catalog`).
 
 use crate::error::CollectError;
 use crate::paths::Paths;

@@ -1,5 +1,5 @@
 //! Generated from the exporter's descriptors by the exporter's `schema_catalog` test
-//! (`UPDATE_SCHEMA=1 cargo nextest run -p reveal-exporter --test schema_catalog`);
+//! (`REVEAL_BLESS=1 cargo nextest run -p reveal-exporter --test schema_catalog`);
 //! do not edit by hand.
 
 use super::Metric;
