@@ -17,12 +17,12 @@ the GPUs (board 0 of `nvml/a100-sxm4-2gpu.json`, copied per GPU). Fixed seeds: t
 tree on every run. Standard library only.
 """
 
+import argparse
 import importlib.util
 import json
 import os
 import random
 import shutil
-import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "exporter", "tests", "fixtures")
@@ -181,12 +181,10 @@ def gpus(root):
 
 
 def main():
-    if len(sys.argv) == 2 and sys.argv[1] in ("-h", "--help"):
-        print(__doc__)
-        return
-    if len(sys.argv) != 2 or sys.argv[1].startswith("-"):
-        sys.exit("usage: " + __doc__.split("\n\n")[1].strip())
-    dest = sys.argv[1]
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("dest", metavar="DEST", help="where proc/, sys/ and nvml.json are written")
+    dest = ap.parse_args().dest
     for sub in ("proc", "sys"):
         shutil.rmtree(os.path.join(dest, sub), ignore_errors=True)
     for step in (base.proc_stat, proc_interrupts, base.proc_softirqs, base.proc_meminfo,

@@ -161,7 +161,7 @@ while [ $# -gt 0 ]; do
     --quick) QUICK=1; FAULT_FREE_MIN=3; GAP=45 ;;
     --keep-data) KEEP_DATA=1 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$SELF" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-    *) die "unknown argument $1 (see --help)" ;;
+    *) echo "evaluate: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
 done

@@ -8,10 +8,18 @@ any length (asked in chunks of 1000 s). Used by scripts/record_fault_trace.sh, a
 out of a kept evaluation run (scripts/evaluate.sh --keep-data): the analyzer's tests replay
 these files (analyzer/tests/fixtures/).
 """
-import csv, gzip, io, json, math, re, sys, urllib.parse, urllib.request
-import yaml
+import argparse, csv, gzip, io, json, math, re, sys, urllib.parse, urllib.request
 
-config, prom, start_ms, end_ms, out = sys.argv[1:]
+_ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+_ap.add_argument("config", metavar="CONFIG", help="an analyzer configuration with `metrics:`")
+_ap.add_argument("prom", metavar="PROMETHEUS_URL")
+_ap.add_argument("start_ms", metavar="START_MS")
+_ap.add_argument("end_ms", metavar="END_MS")
+_ap.add_argument("out", metavar="OUT_DIR")
+_args = _ap.parse_args()
+config, prom, start_ms, end_ms, out = _args.config, _args.prom, _args.start_ms, _args.end_ms, _args.out
+
+import yaml  # noqa: E402  (after the arguments: --help needs no PyYAML)
 STEP_MS = 100
 start = -(-int(start_ms) // STEP_MS) * STEP_MS  # first grid point inside the recording
 end = int(end_ms) // STEP_MS * STEP_MS

@@ -41,6 +41,7 @@ while [ $# -gt 0 ]; do
     --fault-free) FAULT_FREE=$2; shift ;;
     --fault-seconds) FAULT_SECONDS=$2; shift ;;
     --gap) GAP=$2; shift ;;
+    -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu_case: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift

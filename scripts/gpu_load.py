@@ -8,16 +8,20 @@ crosses PCIe) and runs eight 8192×8192 bf16 matrix products on it, then waits f
 a second it appends `unix_ms steps_per_second` to LOG, so what a fault costs the job can be read
 beside what Reveal says about it. Ends after SECONDS. Needs PyTorch with CUDA.
 """
+import argparse
 import sys
 import time
 
-import torch
-
 
 def main():
-    if len(sys.argv) != 3:
-        sys.exit(__doc__)
-    seconds, log = float(sys.argv[1]), sys.argv[2]
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("seconds", metavar="SECONDS", type=float, help="how long the job runs")
+    ap.add_argument("log", metavar="LOG", help="where `unix_ms steps_per_second` lines go")
+    args = ap.parse_args()
+    seconds, log = args.seconds, args.log
+    import torch  # after the arguments: --help needs no PyTorch
+
     if not torch.cuda.is_available():
         sys.exit("gpu_load: PyTorch sees no CUDA device")
     dev = torch.device("cuda")

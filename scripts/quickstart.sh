@@ -62,7 +62,7 @@ while [ $# -gt 0 ]; do
     --fault-seconds) FAULT_SECONDS="$2"; shift ;;
     --fault-seconds=*) FAULT_SECONDS="${1#*=}" ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-    *) die "unknown argument $1 (see --help)" ;;
+    *) printf '%s\n' "reveal: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
 done

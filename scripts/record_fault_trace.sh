@@ -27,7 +27,11 @@
 # Needs: cargo, prometheus, stress-ng, dd, curl, python3 with PyYAML
 # (scripts/requirements-record.txt).
 set -euo pipefail
-case "${1:-}" in -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;; esac
+case "${1:-}" in
+  -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+  -*) echo "record_fault_trace: unknown option $1 (see --help)" >&2; exit 2 ;;
+esac
+[ $# -le 1 ] || { echo "record_fault_trace: one OUT_DIR at most (see --help)" >&2; exit 2; }
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT_DIR=${1:-$ROOT/analyzer/tests/fixtures/real}

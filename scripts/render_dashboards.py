@@ -22,13 +22,6 @@ import time
 import urllib.parse
 import urllib.request
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.dates as mdates  # noqa: E402
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.gridspec import GridSpec  # noqa: E402
-
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
@@ -295,6 +288,17 @@ def render(path, prom, minutes, out):
     print(f"wrote {target}")
 
 
+def load_matplotlib():
+    """Imports matplotlib once the arguments are read, so that --help needs none."""
+    global matplotlib, mdates, plt, GridSpec
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.dates as mdates
+    import matplotlib.pyplot as plt
+    from matplotlib.gridspec import GridSpec
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--prometheus", default="http://127.0.0.1:19090")
@@ -304,6 +308,7 @@ def main():
     ap.add_argument("--dashboards", default=str(ROOT / "grafana" / "dashboards"))
     ap.add_argument("--out", default=str(ROOT / "docs" / "dashboards"))
     a = ap.parse_args()
+    load_matplotlib()
     out = pathlib.Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     for path in sorted(pathlib.Path(a.dashboards).glob("*.json")):

@@ -6,7 +6,10 @@
 #   scripts/storage_per_host.sh            # default collectors
 #   EXTRA_ARGS="--metrics.selection sel.yml" scripts/storage_per_host.sh
 set -euo pipefail
-case "${1:-}" in -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;; esac
+case "${1:-}" in
+  -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+  ?*) echo "storage_per_host: takes no arguments, $1 given (see --help)" >&2; exit 2 ;;
+esac
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 DURATION=${DURATION:-300}
 EXPORTER=${EXPORTER:-$ROOT/target/release/reveal-exporter}

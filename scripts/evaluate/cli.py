@@ -1,16 +1,13 @@
 """Command-line helpers shared by the evaluation scripts (standard library only)."""
 
+import argparse
 
-def take_option(args, name, default):
-    """Removes `name VALUE` from `args` and returns VALUE, or `default` when absent."""
-    if name in args:
-        i = args.index(name)
-        if i + 1 >= len(args):
-            raise SystemExit("%s needs a value" % name)
-        value = args[i + 1]
-        del args[i:i + 2]
-        return value
-    return default
+
+def parser(doc):
+    """An argument parser whose --help prints the script's docstring `doc` (its usage lines
+    included) and then the options; an unknown option is refused with exit status 2."""
+    return argparse.ArgumentParser(description=doc,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
 def live_faults(out_dir):

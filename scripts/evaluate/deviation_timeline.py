@@ -20,7 +20,7 @@ import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cli import take_option  # noqa: E402
+from cli import parser  # noqa: E402
 from replay import start_prometheus  # noqa: E402
 from timeline import alert_bars  # noqa: E402
 
@@ -39,21 +39,20 @@ def by_instance(url, expr, lo, hi, step):
 
 
 def main():
-    args = sys.argv[1:]
-    if not args or args[0] in ("-h", "--help"):
-        print(__doc__)
-        sys.exit(0 if args else 2)
+    ap = parser(__doc__)
+    ap.add_argument("dir", metavar="DIR", help="a kept evaluate.sh run")
+    ap.add_argument("--analyzer", metavar="NAME", help="the analyzer of the run (default: its first)")
+    ap.add_argument("--out", metavar="DIR", help="where the PNGs go (default: DIR)")
+    ap.add_argument("--before", type=float, default=40.0, metavar="S", help="seconds before the fault (40)")
+    ap.add_argument("--after", type=float, default=60.0, metavar="S", help="seconds after it (60)")
+    args = ap.parse_args()
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
         sys.exit("deviation_timeline: needs matplotlib (apt-get install python3-matplotlib)")
-    analyzer = take_option(args, "--analyzer", None)
-    before = float(take_option(args, "--before", "40"))
-    after = float(take_option(args, "--after", "60"))
-    out_dir = take_option(args, "--out", None)
-    d = args[0]
+    analyzer, before, after, out_dir, d = args.analyzer, args.before, args.after, args.out, args.dir
     run = json.load(open(os.path.join(d, "run.json")))
     faults = [f for f in json.load(open(os.path.join(d, "faults.json"))) if f.get("instance")]
     if not faults:

@@ -11,14 +11,19 @@ windows, the claims that lead them, and when they fall: by minute of the refit c
 first fit) and by minute of the period (a young baseline flags more). Standard library only;
 docs/evaluation/history.md (run 16) shows its use.
 """
+import argparse
 import collections
 import json
 import os
 import sys
 
-out = sys.argv[1]
-name = sys.argv[2] if len(sys.argv) > 2 else "reveal"
-refit_s = int(sys.argv[3]) if len(sys.argv) > 3 else 300
+ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+ap.add_argument("out", metavar="DIR", help="an evaluate.sh run")
+ap.add_argument("name", metavar="ANALYZER", nargs="?", default="reveal", help="its analyzer (reveal)")
+ap.add_argument("refit_s", metavar="REFIT_SECONDS", nargs="?", type=int, default=300,
+                help="the refit cycle (300)")
+_args = ap.parse_args()
+out, name, refit_s = _args.out, _args.name, _args.refit_s
 run = json.load(open(os.path.join(out, "run.json")))
 ff_s, ff_e = run["fault_free"]["start_ms"], run["fault_free"]["end_ms"]
 rows = []

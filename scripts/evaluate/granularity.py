@@ -32,7 +32,7 @@ import subprocess
 import sys
 import tempfile
 
-from cli import live_faults, take_option  # noqa: E402  (same folder)
+from cli import live_faults, parser  # noqa: E402  (same folder)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BEFORE_S = 30
@@ -95,16 +95,18 @@ def stats(xs):
 
 
 def main():
-    args = sys.argv[1:]
-    if len(args) < 2 or args[0] in ("-h", "--help"):
-        print(__doc__)
-        sys.exit(0 if args and args[0] in ("-h", "--help") else 2)
+    ap = parser(__doc__)
+    ap.add_argument("config", metavar="CONFIG", help="an analyzer configuration")
+    ap.add_argument("dirs", metavar="DIR", nargs="+", help="kept evaluate.sh runs")
+    ap.add_argument("--replay", metavar="BIN", default="target/release/examples/online_replay")
+    ap.add_argument("--analyzer", metavar="BIN", default="target/release/reveal-analyzer")
+    ap.add_argument("--settings", metavar="W/S,...", default="3s/1s,1500ms/500ms,5s/2s")
+    ap.add_argument("--keep", metavar="DIR", help="keep each replay's output and segments here")
+    args = ap.parse_intermixed_args()
 
-    replay_bin = take_option(args, "--replay", "target/release/examples/online_replay")
-    analyzer = take_option(args, "--analyzer", "target/release/reveal-analyzer")
-    settings = [tuple(ms(x) for x in s.split("/")) for s in take_option(args, "--settings", "3s/1s,1500ms/500ms,5s/2s").split(",")]
-    keep = take_option(args, "--keep", None)
-    config, dirs = args[0], args[1:]
+    replay_bin, analyzer, keep = args.replay, args.analyzer, args.keep
+    settings = [tuple(ms(x) for x in s.split("/")) for s in args.settings.split(",")]
+    config, dirs = args.config, args.dirs
     for b in (replay_bin, analyzer):
         if not os.access(b, os.X_OK):
             sys.exit("granularity: no binary at %s (cargo build --release -p reveal-analyzer --example online_replay)" % b)

@@ -22,6 +22,7 @@ place in one write (the exporter keeps it open, as it does under /proc).
 Standard library only.
 """
 
+import argparse
 import os
 import re
 import shutil
@@ -120,19 +121,25 @@ def reserve(host, pages):
 
 
 def main(argv):
-    if len(argv) < 3 or argv[0] in ("-h", "--help"):
-        print(__doc__)
-        return 0 if argv and argv[0] in ("-h", "--help") else 2
-    cmd = argv[0]
-    if cmd == "setup" and len(argv) == 4:
-        setup(argv[1], argv[2], int(argv[3]))
-    elif cmd in ("reserve", "release") and len(argv) == 3:
-        pages = int(argv[2])
-        if pages <= 0:
-            sys.exit("PAGES must be positive")
-        reserve(argv[1], pages if cmd == "reserve" else -pages)
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    cmds = ap.add_subparsers(dest="cmd", required=True, metavar="setup|reserve|release")
+    s = cmds.add_parser("setup", help="DIR/host-1 … DIR/host-N from FIXTURE")
+    s.add_argument("dir", metavar="DIR")
+    s.add_argument("fixture", metavar="FIXTURE")
+    s.add_argument("n", metavar="N", type=int)
+    for cmd in ("reserve", "release"):
+        r = cmds.add_parser(cmd, help="PAGES 1 GiB pages %s on HOST" % (
+            "reserved" if cmd == "reserve" else "given back"))
+        r.add_argument("host", metavar="HOST")
+        r.add_argument("pages", metavar="PAGES", type=int)
+    args = ap.parse_args(argv)
+    if args.cmd == "setup":
+        setup(args.dir, args.fixture, args.n)
     else:
-        sys.exit("usage: see hugepages.py --help")
+        if args.pages <= 0:
+            sys.exit("PAGES must be positive")
+        reserve(args.host, args.pages if args.cmd == "reserve" else -args.pages)
     return 0
 
 

@@ -25,6 +25,7 @@ of learning: without `evaluate.sh --baseline-age` the fault-free period starts a
 the 5-minute warm-up, so its baseline grows from 5 to the full 30 minutes during it).
 """
 
+import argparse
 import collections
 import json
 import os
@@ -97,33 +98,22 @@ def by_phase_count(replays):
 
 
 def main():
-    args = sys.argv[1:]
-    if len(args) < 2 or args[0] in ("-h", "--help"):
-        print(__doc__)
-        sys.exit(0 if args and args[0] in ("-h", "--help") else 2)
-    opts = {"--replay": "target/release/examples/online_replay", "--phases": "0,60,120,180,240",
-            "--label": None}
-    rest = []
-    i = 0
-    while i < len(args):
-        if args[i] in opts:
-            if i + 1 >= len(args):
-                sys.exit("phases: %s needs a value" % args[i])
-            opts[args[i]] = args[i + 1]
-            i += 2
-        else:
-            rest.append(args[i])
-            i += 1
-    config, dirs = rest[0], rest[1:]
-    if not dirs:
-        sys.exit("phases: no recorded run given")
-    phases = [int(p) for p in opts["--phases"].split(",")]
-    label = opts["--label"] or os.path.basename(config)
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("config", metavar="CONFIG", help="an analyzer configuration")
+    ap.add_argument("dirs", metavar="DIR", nargs="+", help="kept evaluate.sh runs")
+    ap.add_argument("--replay", metavar="BIN", default="target/release/examples/online_replay")
+    ap.add_argument("--phases", metavar="S,...", default="0,60,120,180,240")
+    ap.add_argument("--label", metavar="NAME", help="(default: CONFIG's file name)")
+    args = ap.parse_intermixed_args()
+    config, dirs = args.config, args.dirs
+    phases = [int(p) for p in args.phases.split(",")]
+    label = args.label or os.path.basename(config)
     rows, per_dir = [], []
     for d in dirs:
         mine = []
         for p in phases:
-            r = replay(d, config, opts["--replay"], p)
+            r = replay(d, config, args.replay, p)
             rows.append(r)
             mine.append(r)
             print("%s %s +%ds: faults %d/%d, median latency %s s | fault-free: %d episodes in %.0f min, "

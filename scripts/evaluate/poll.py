@@ -23,6 +23,7 @@ an episode, and a later episode with the same labels starts a new occurrence. St
 library only. Stops at the deadline or on SIGTERM/SIGINT (after writing its files).
 """
 
+import argparse
 import json
 import os
 import random
@@ -118,17 +119,19 @@ class Tracker:
 
 
 def main(argv):
-    deadline = None
-    targets = []
-    it = iter(argv)
-    for a in it:
-        if a == "--deadline":
-            deadline = float(next(it))
-        else:
-            name, url, out = a.split("=", 2)
-            targets.append(Tracker(name, url, out))
-    if not targets:
-        sys.exit("usage: poll.py --deadline UNIX_S NAME=URL=DIR ...")
+    def target(a):
+        parts = a.split("=", 2)
+        if len(parts) != 3:
+            raise argparse.ArgumentTypeError("%r is not NAME=URL=DIR" % a)
+        return parts
+
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--deadline", metavar="UNIX_S", type=float, help="stop then (default: at SIGTERM)")
+    ap.add_argument("targets", metavar="NAME=URL=DIR", nargs="+", type=target)
+    args = ap.parse_args(argv)
+    deadline = args.deadline
+    targets = [Tracker(name, url, out) for name, url, out in args.targets]
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
     second = time.time()

@@ -35,7 +35,7 @@ import tempfile
 import time
 import urllib.request
 
-from cli import live_faults  # noqa: E402  (same folder)
+from cli import live_faults, parser  # noqa: E402  (same folder)
 from score import spearman  # noqa: E402  (same folder)
 
 EARLY_S = 10
@@ -112,19 +112,17 @@ def replay(binary, config, learn_from, score_from, until, raw=None):
 
 
 def main():
-    args = sys.argv[1:]
-    if len(args) < 2 or args[0] in ("-h", "--help"):
-        print(__doc__)
-        sys.exit(0 if args and args[0] in ("-h", "--help") else 2)
-    out_dir, config = args[0], args[1]
-    binary = "target/release/examples/online_replay"
-    label = os.path.basename(os.path.dirname(os.path.abspath(config))) or "replay"
-    if "--replay" in args:
-        binary = args[args.index("--replay") + 1]
-    if "--label" in args:
-        label = args[args.index("--label") + 1]
-    raw = args[args.index("--raw") + 1] if "--raw" in args else None
-    phase = int(args[args.index("--phase") + 1]) if "--phase" in args else 0
+    ap = parser(__doc__)
+    ap.add_argument("out_dir", metavar="OUT_DIR", help="a kept evaluate.sh run")
+    ap.add_argument("config", metavar="CONFIG", help="an analyzer configuration")
+    ap.add_argument("--replay", metavar="BIN", default="target/release/examples/online_replay")
+    ap.add_argument("--label", metavar="NAME", help="(default: the name of CONFIG's folder)")
+    ap.add_argument("--raw", metavar="FILE", help="keep the replay's own output here")
+    ap.add_argument("--phase", metavar="SECONDS", type=int, default=0,
+                    help="start learning this much after the live analyzer did (0)")
+    args = ap.parse_args()
+    out_dir, config, binary, raw, phase = args.out_dir, args.config, args.replay, args.raw, args.phase
+    label = args.label or os.path.basename(os.path.dirname(os.path.abspath(config))) or "replay"
     run = json.load(open(os.path.join(out_dir, "run.json")))
     faults = live_faults(out_dir)
     data = os.path.join(out_dir, "prometheus-data")

@@ -11,6 +11,7 @@ scoring can be run again after the stack is gone (--offline: never query, use th
 Standard library only. See docs/evaluation/method.md for the definitions.
 """
 
+import argparse
 import json
 import math
 import os
@@ -290,11 +291,12 @@ def score_analyzer(run, faults, a, offline):
 
 
 def main(argv):
-    if not argv or argv[0] in ("-h", "--help"):
-        print(__doc__)
-        return 0
-    out = argv[0]
-    offline = "--offline" in argv
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("out", metavar="OUT_DIR", help="an evaluate.sh run")
+    ap.add_argument("--offline", action="store_true", help="never query; use the cached series")
+    args = ap.parse_args(argv)
+    out, offline = args.out, args.offline
     run = load(os.path.join(out, "run.json"))
     if run is None:
         sys.exit("no %s/run.json: not an evaluate.sh output directory" % out)

@@ -30,7 +30,7 @@ import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cli import live_faults, take_option  # noqa: E402
+from cli import live_faults, parser  # noqa: E402
 from replay import start_prometheus  # noqa: E402
 
 # The channels each fault is expected to move, as an operator would chart them. A fault not
@@ -105,10 +105,15 @@ def from_replay(path):
 
 
 def main():
-    args = sys.argv[1:]
-    if not args or args[0] in ("-h", "--help"):
-        print(__doc__)
-        sys.exit(0 if args else 2)
+    ap = parser(__doc__)
+    ap.add_argument("dir", metavar="DIR", help="a kept evaluate.sh run")
+    ap.add_argument("--analyzer", metavar="NAME", help="the analyzer of the run (default: its first)")
+    ap.add_argument("--faults", metavar="A,B", help="only these faults")
+    ap.add_argument("--out", metavar="DIR", help="where the PNGs go (default: DIR)")
+    ap.add_argument("--before", type=float, default=40.0, metavar="S", help="seconds before the fault (40)")
+    ap.add_argument("--after", type=float, default=60.0, metavar="S", help="seconds after it (60)")
+    ap.add_argument("--replay-raw", metavar="FILE", help="replay.py --raw FILE's output, for a run without a live analyzer")
+    args = ap.parse_args()
 
     try:
         import matplotlib
@@ -117,13 +122,8 @@ def main():
         import matplotlib.pyplot as plt
     except ImportError:
         sys.exit("timeline: needs matplotlib (apt-get install python3-matplotlib)")
-    want = take_option(args, "--faults", None)
-    analyzer = take_option(args, "--analyzer", None)
-    before = float(take_option(args, "--before", "40"))
-    after = float(take_option(args, "--after", "60"))
-    out_dir = take_option(args, "--out", None)
-    replay_raw = take_option(args, "--replay-raw", None)
-    d = args[0]
+    want, analyzer, before, after = args.faults, args.analyzer, args.before, args.after
+    out_dir, replay_raw, d = args.out, args.replay_raw, args.dir
     run = json.load(open(os.path.join(d, "run.json")))
     faults = live_faults(d)
     if replay_raw:
