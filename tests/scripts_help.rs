@@ -105,7 +105,9 @@ fn every_script_answers_help_and_refuses_unknown_options() {
             }
             let left = entries(cwd.path());
             if !left.is_empty() {
-                problems.push(format!("{name} {arg}: wrote {left:?} into its working directory"));
+                problems.push(format!(
+                    "{name} {arg}: wrote {left:?} into its working directory"
+                ));
             }
         }
     }
