@@ -23,6 +23,10 @@ const PENDING_PAGES: &[&str] = &[];
 
 const BINARIES: &[&str] = &["reveal-exporter", "reveal-analyzer"];
 
+/// Binaries with subcommands: the first word of their arguments that is not a flag is one,
+/// and must be named in their help. `cargo xtask TASK` is the workspace's `xtask` binary.
+const WITH_SUBCOMMANDS: &[&str] = &["reveal-analyzer", "xtask"];
+
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -203,6 +207,9 @@ fn parse(snippet: &str) -> Option<Invocation> {
         let file = ws.get(1).filter(|f| f.ends_with(".py"))?;
         return Some(Invocation::File(file.clone()));
     }
+    if first == "cargo" && ws.get(1).map(String::as_str) == Some("xtask") {
+        return Some(Invocation::Binary("xtask".into(), ws[2..].to_vec()));
+    }
     if first == "cargo" {
         let package = ws
             .windows(2)
@@ -291,8 +298,9 @@ fn check(
     let mut problems = Vec::new();
     match inv {
         Invocation::Binary(bin, args) => {
-            // The analyzer has subcommands: the first word that is not a flag.
-            let sub = (bin == "reveal-analyzer")
+            // The first word that is not a flag, of a binary with subcommands.
+            let sub = WITH_SUBCOMMANDS
+                .contains(&bin.as_str())
                 .then(|| args.iter().find(|a| !a.starts_with('-')))
                 .flatten();
             let mut key = vec![bin.clone()];
@@ -422,18 +430,20 @@ fn every_documented_command_exists_as_shown() {
     );
 }
 
-/// The proof that the check can fail: a subcommand, a flag and a script that do not exist.
+/// The proof that the check can fail: subcommands, a flag and a script that do not exist.
 #[test]
 fn a_bogus_command_is_caught() {
     let page = "Try:\n\n    reveal-analyzer analyze --input run.om --no-such-flag\n    \
-                reveal-analyzer frobnicate\n    scripts/no-such-script.sh --fast\n\n\
+                reveal-analyzer frobnicate\n    scripts/no-such-script.sh --fast\n    \
+                cargo xtask lint\n\n\
                 And `reveal-exporter --web.listen-address=:1 --collector.gpu.bogus`.\n\n\
                 ```\ncargo nextest run -p reveal-e2e --test no_such_test\n```\n";
     let (checked, problems) = command_problems(&[("bogus.md".into(), page.into())]);
-    assert_eq!(checked, 5, "{problems:#?}");
+    assert_eq!(checked, 6, "{problems:#?}");
     let expect = [
         "no flag --no-such-flag",
         "reveal-analyzer frobnicate --help: exit",
+        "xtask lint --help: exit",
         "scripts/no-such-script.sh: no such script",
         "no flag --collector.gpu.bogus",
         "no test target no_such_test",
@@ -491,6 +501,13 @@ fn parsing_of_commands() {
     );
     assert_eq!(parse("Usage: reveal-exporter [OPTIONS]"), None);
     assert_eq!(parse("cargo nextest run --workspace"), None);
+    assert_eq!(
+        parse("cargo xtask fmt --fix"),
+        Some(Invocation::Binary(
+            "xtask".into(),
+            vec!["fmt".into(), "--fix".into()]
+        ))
+    );
     assert!(names("  --json  print JSON", "--json"));
     assert!(!names(
         "  --collector.gpu.pcie-throughput",
