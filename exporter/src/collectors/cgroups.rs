@@ -33,15 +33,19 @@
 //! has, read last) is left out of this scrape and forgotten. Without any hierarchy the
 //! collector reports unsupported (logged once by the runner).
 
+mod fold;
+mod walk;
+
 use super::cgroups_parse as parse;
 use super::pressure::parse_pressure;
 use super::{Collector, Settings};
 use crate::error::CollectError;
 use crate::paths::Paths;
 use crate::scrape::{Desc, Scrape, Unit};
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::io::Read;
-use std::path::{Path, PathBuf};
+use fold::{fold, Folded};
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use walk::{detect, read_file, text, walk, Got, Hierarchy, Kind};
 
 /// Levels below the root read by default: `system.slice/ssh.service`, `kubepods.slice/...`.
 pub const DEFAULT_DEPTH: u8 = 2;
@@ -286,154 +290,6 @@ static SERIES: [(&Desc, &str); N] = [
 /// One cgroup's values at one scrape, in base units.
 type Values = [Option<f64>; N];
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    V2,
-    Cpuacct,
-    Memory,
-    Blkio,
-}
-
-#[derive(Debug, Clone)]
-struct Hierarchy {
-    kind: Kind,
-    root: PathBuf,
-}
-
-/// The hierarchies of this host, v2 first: found by a file only they hold.
-fn detect(paths: &Paths) -> Vec<Hierarchy> {
-    let base = paths.sys("fs/cgroup");
-    let mut out = Vec::new();
-    if let Some(root) = [base.clone(), base.join("unified")]
-        .into_iter()
-        .find(|d| d.join("cgroup.controllers").is_file())
-    {
-        out.push(Hierarchy {
-            kind: Kind::V2,
-            root,
-        });
-    }
-    let v1: [(Kind, &[&str], &str); 3] = [
-        (
-            Kind::Cpuacct,
-            &["cpuacct", "cpu,cpuacct", "cpuacct,cpu"],
-            "cpuacct.usage",
-        ),
-        (Kind::Memory, &["memory"], "memory.usage_in_bytes"),
-        (Kind::Blkio, &["blkio"], "blkio.throttle.io_service_bytes"),
-    ];
-    for (kind, names, probe) in v1 {
-        if let Some(root) = names
-            .iter()
-            .map(|n| base.join(n))
-            .find(|d| d.join(probe).is_file())
-        {
-            out.push(Hierarchy { kind, root });
-        }
-    }
-    out
-}
-
-/// Adds the cgroups of one hierarchy to `found` (path → bit set of hierarchies holding it).
-fn walk(
-    root: &Path,
-    bit: u8,
-    depth: usize,
-    include: &Include,
-    found: &mut BTreeMap<String, u8>,
-    capped: &mut bool,
-) {
-    let mut stack: Vec<(String, usize)> = vec![(String::new(), 0)];
-    let mut listed = 0;
-    while let Some((rel, level)) = stack.pop() {
-        if listed >= MAX_DIRS {
-            *capped = true;
-            return;
-        }
-        listed += 1;
-        let Ok(rd) = std::fs::read_dir(root.join(&rel)) else {
-            continue; // removed since its parent was listed
-        };
-        for e in rd.flatten() {
-            if !e.file_type().is_ok_and(|t| t.is_dir()) {
-                continue;
-            }
-            let Ok(name) = e.file_name().into_string() else {
-                continue; // not UTF-8: no label could name it
-            };
-            let path = if rel.is_empty() {
-                name
-            } else {
-                format!("{rel}/{name}")
-            };
-            if include.matches(&path) {
-                let room = found.len() < MAX_CGROUPS;
-                match found.get_mut(&path) {
-                    Some(m) => *m |= bit,
-                    None if room => {
-                        found.insert(path.clone(), bit);
-                    }
-                    None => *capped = true,
-                }
-            }
-            if level + 1 < depth {
-                stack.push((path, level + 1));
-            }
-        }
-    }
-}
-
-/// What a read of one file found.
-enum Got {
-    Text,
-    /// ENOENT or ENODEV: the file, or the whole cgroup, is not there.
-    Absent,
-    /// Another error (permission, EIO, EINVAL): the file is skipped.
-    Unreadable,
-}
-
-/// Reads the whole file: open, read until a read returns 0, close. Not `read_to_end`, whose
-/// size hint costs a `statx` and an `lseek` per file (a third of the syscalls here).
-fn read_file(path: &Path, buf: &mut Vec<u8>) -> Got {
-    fn read_all(path: &Path, buf: &mut Vec<u8>) -> std::io::Result<()> {
-        let mut f = std::fs::File::open(path)?;
-        buf.resize(buf.capacity().max(4096), 0);
-        let mut len = 0;
-        loop {
-            if len == buf.len() {
-                buf.resize(buf.len() * 2, 0);
-            }
-            match f.read(&mut buf[len..]) {
-                Ok(0) => break,
-                Ok(n) => len += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-        buf.truncate(len);
-        Ok(())
-    }
-    buf.clear();
-    let res = read_all(path, buf);
-    if res.is_err() {
-        buf.clear();
-    }
-    match res {
-        Ok(_) => Got::Text,
-        Err(e)
-            if e.kind() == std::io::ErrorKind::NotFound
-                || e.raw_os_error() == Some(libc::ENODEV) =>
-        {
-            Got::Absent
-        }
-        Err(_) => Got::Unreadable,
-    }
-}
-
-fn text(buf: &[u8]) -> std::borrow::Cow<'_, str> {
-    String::from_utf8_lossy(buf)
-}
-
 /// Per-cgroup state kept from one scrape to the next.
 #[derive(Debug, Clone)]
 struct Prev {
@@ -583,27 +439,6 @@ impl CgroupsCollector {
     }
 }
 
-/// How much a counter grew since `prev`: all of it when there is no earlier value or it went
-/// down (a cgroup removed and created again under the same path).
-fn growth(cur: f64, prev: Option<f64>) -> f64 {
-    match prev {
-        Some(p) if cur >= p => cur - p,
-        _ => cur,
-    }
-}
-
-/// Whether a proper ancestor of `path` is in `set`.
-fn has_ancestor_in(path: &str, set: &HashSet<&str>) -> bool {
-    let mut p = path;
-    while let Some((parent, _)) = p.rsplit_once('/') {
-        if set.contains(parent) {
-            return true;
-        }
-        p = parent;
-    }
-    false
-}
-
 impl Collector for CgroupsCollector {
     fn name(&self) -> &'static str {
         "cgroups"
@@ -651,53 +486,11 @@ impl Collector for CgroupsCollector {
             }
         }
 
-        // Rank by CPU time since the previous scrape; ties: exposed before, then more in all.
-        let usage = |v: &Values| v[USAGE_S].unwrap_or(0.0);
-        let mut order: Vec<usize> = (0..cgroups.len()).collect();
-        let key = |i: usize| {
-            let (rel, v) = &cgroups[i];
-            let prev = self.prev.get(rel);
-            let delta = growth(usage(v), prev.and_then(|p| p.values[USAGE_S]));
-            (delta, prev.is_some_and(|p| p.exposed), usage(v))
-        };
-        order.sort_by(|&a, &b| {
-            let (ka, kb) = (key(a), key(b));
-            kb.0.total_cmp(&ka.0)
-                .then(kb.1.cmp(&ka.1))
-                .then(kb.2.total_cmp(&ka.2))
-                .then(cgroups[a].0.cmp(&cgroups[b].0))
-        });
-        let mut exposed = vec![false; cgroups.len()];
-        for &i in order.iter().take(self.args.top) {
-            exposed[i] = true;
-        }
-
-        // Fold the rest into `other`: counters grow by what they used since the last scrape,
-        // the memory gauge is this scrape's sum; nested folded cgroups count once.
-        let folded: HashSet<&str> = cgroups
-            .iter()
-            .zip(&exposed)
-            .filter(|(_, e)| !**e)
-            .map(|((rel, _), _)| rel.as_str())
-            .collect();
-        let mut other_gauge: Values = [None; N];
-        for ((rel, v), _) in cgroups.iter().zip(&exposed).filter(|(_, e)| !**e) {
-            if has_ancestor_in(rel, &folded) {
-                continue;
-            }
-            let prev = self.prev.get(rel);
-            for (k, cur) in v.iter().enumerate() {
-                let Some(cur) = *cur else { continue };
-                if k == MEM_BYTES {
-                    *other_gauge[k].get_or_insert(0.0) += cur;
-                } else {
-                    let g = growth(cur, prev.and_then(|p| p.values[k]));
-                    *self.other[k].get_or_insert(0.0) += g;
-                }
-            }
-        }
-        let folded_count = folded.len();
-        drop(folded);
+        let Folded {
+            exposed,
+            other_gauge,
+            folded_count,
+        } = fold(&cgroups, &self.prev, self.args.top, &mut self.other);
 
         // Exposition: family by family, the exposed cgroups in path order, then `other`.
         let labels: Vec<(usize, String)> = (0..cgroups.len())
@@ -747,6 +540,7 @@ impl Collector for CgroupsCollector {
 mod tests {
     use super::*;
     use crate::collectors::test_util::value;
+    use std::path::Path;
 
     fn settings(sys: &Path, args: CgroupsArgs) -> Settings {
         Settings {
@@ -833,15 +627,7 @@ mod tests {
     }
 
     #[test]
-    fn growth_and_ancestors() {
-        assert_eq!(growth(5.0, Some(3.0)), 2.0);
-        assert_eq!(growth(5.0, None), 5.0);
-        assert_eq!(growth(1.0, Some(3.0)), 1.0);
-        let set: HashSet<&str> = ["a", "b/c"].into_iter().collect();
-        assert!(has_ancestor_in("a/x", &set));
-        assert!(has_ancestor_in("b/c/d/e", &set));
-        assert!(!has_ancestor_in("a", &set));
-        assert!(!has_ancestor_in("b/x", &set));
+    fn include_patterns_are_anchored() {
         assert!(Include::new("system\\.slice/.*")
             .unwrap()
             .matches("system.slice/a"));
