@@ -43,6 +43,9 @@ fn main() -> anyhow::Result<()> {
     let format = cli.flags.log_format.parse().map_err(anyhow::Error::msg)?;
     reveal_schema::logging::init(&cli.flags.log_level, format);
     let runner = Runner::new(&cli.collectors, &cli.settings).map_err(anyhow::Error::msg)?;
+    if let Some(fast) = &cli.fast {
+        runner.set_fast(fast);
+    }
     let n = samples.len();
     if runner.replace(Box::new(GpuCollector::with_source(Box::new(Replay(
         samples,

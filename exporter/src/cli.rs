@@ -52,6 +52,9 @@ pub struct Flags {
     /// YAML file listing the metrics (and label matchers) to expose; everything when absent. Names this exporter does not have select nothing and are named in one warning at start.
     #[arg(long = "metrics.selection")]
     pub selection: Option<PathBuf>,
+    /// YAML file in the format of --metrics.selection: the series `/metrics?cadence=fast` serves (what the analyzer and the recording rules read, scraped every 100 ms); `/metrics?cadence=slow` serves every other series, for a scrape every 10-15 s. A fast scrape runs only the collectors with a metric in the file. Plain `/metrics` serves everything either way.
+    #[arg(long = "metrics.fast")]
+    pub fast: Option<PathBuf>,
     /// Only log messages with at least this severity: error, warn, info, debug.
     #[arg(long = "log.level", default_value = "info", value_parser = ["error", "warn", "info", "debug", "trace"])]
     pub log_level: String,
@@ -86,6 +89,8 @@ pub struct Cli {
     pub flags: Flags,
     pub collectors: Vec<&'static str>,
     pub settings: Settings,
+    /// `--metrics.fast`, loaded: for [`crate::runner::Runner::set_fast`].
+    pub fast: Option<crate::selection::Selection>,
 }
 
 /// The clap command, with one `--collector.NAME` and `--no-collector.NAME` per table row.
@@ -163,10 +168,15 @@ fn from_matches(m: &ArgMatches) -> Result<Cli, clap::Error> {
         let sel = crate::selection::Selection::load(p).map_err(|e| invalid(e.to_string()))?;
         settings.selection = Some(std::sync::Arc::new(sel));
     }
+    let fast = match &flags.fast {
+        Some(p) => Some(crate::selection::Selection::load(p).map_err(|e| invalid(e.to_string()))?),
+        None => None,
+    };
     Ok(Cli {
         flags,
         collectors,
         settings,
+        fast,
     })
 }
 

@@ -24,6 +24,7 @@ pub mod paths;
 pub mod perf_sys;
 pub mod read;
 pub mod runner;
+pub mod scope;
 pub mod scrape;
 pub mod selection;
 pub mod server;

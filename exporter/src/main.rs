@@ -19,6 +19,12 @@ fn main() -> anyhow::Result<()> {
         }
     }
     let runner = Arc::new(Runner::new(&cli.collectors, &cli.settings).map_err(anyhow::Error::msg)?);
+    if let Some(fast) = &cli.fast {
+        if let (Some(warning), Some(path)) = (fast.unknown_warning(), &cli.flags.fast) {
+            tracing::warn!(file = %path.display(), "{warning}");
+        }
+        runner.set_fast(fast);
+    }
     if cli.flags.once {
         print!(
             "{}",

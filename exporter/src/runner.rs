@@ -10,8 +10,10 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
+
+pub use crate::scope::{Cadence, Scope};
 
 static SUCCESS: Desc = Desc::gauge(
     "reveal_exporter_collector_success",
@@ -114,6 +116,16 @@ pub struct Runner {
     registry: prometheus_client::registry::Registry,
     /// The last exposition's length: the next one is allocated at once at about that size.
     last_len: AtomicUsize,
+    /// Held while a scope is set and its page encoded (scrapes are serialized anyway).
+    rendering: Mutex<()>,
+}
+
+/// `--metrics.fast`, resolved against the runner: the rule per family (by [`key`]) and which
+/// slots a fast scrape runs.
+struct Fast {
+    rules: HashMap<usize, Rule>,
+    /// Per slot, in slot order: whether any of its collector's metrics is in the file.
+    runs: Vec<bool>,
 }
 
 /// What one render reads: the collectors, the selection and the self-metrics' labels.
@@ -128,6 +140,10 @@ struct Inner {
     build_info: Labels,
     /// Whether reading `/proc/self` failed already (logged once).
     process_failed: std::sync::atomic::AtomicBool,
+    /// `--metrics.fast`, once set ([`Runner::set_fast`]).
+    fast: OnceLock<Fast>,
+    /// What the page being rendered covers ([`Runner::render_scoped`]).
+    scope: Mutex<Scope>,
 }
 
 impl std::fmt::Debug for Runner {
@@ -183,6 +199,8 @@ impl Runner {
                 .map(|(k, v)| (*k, v.to_string()))
                 .collect(),
             process_failed: Default::default(),
+            fast: OnceLock::new(),
+            scope: Mutex::new(Scope::default()),
         });
         let mut registry = prometheus_client::registry::Registry::default();
         registry.register_collector(Box::new(Render(inner.clone())));
@@ -190,7 +208,45 @@ impl Runner {
             inner,
             registry,
             last_len: AtomicUsize::new(64 * 1024),
+            rendering: Mutex::new(()),
         })
+    }
+
+    /// Sets the series of the fast cadence (`--metrics.fast`): `cadence=fast` serves what
+    /// `fast` keeps and runs only the collectors with a metric in it, `cadence=slow` serves
+    /// the rest. False, and nothing changes, when it was set already.
+    pub fn set_fast(&self, fast: &crate::selection::Selection) -> bool {
+        let rules: HashMap<usize, Rule> = COLLECTORS
+            .iter()
+            .flat_map(|e| e.metrics.iter().copied())
+            .filter_map(|d| fast.rule(d).map(|r| (key(d), r.clone())))
+            .collect();
+        let runs = self
+            .lock()
+            .iter()
+            .map(|slot| {
+                COLLECTORS
+                    .iter()
+                    .filter(|e| e.name == slot.collector.name())
+                    .flat_map(|e| e.metrics.iter())
+                    .any(|d| rules.contains_key(&key(d)))
+            })
+            .collect();
+        self.inner.fast.set(Fast { rules, runs }).is_ok()
+    }
+
+    /// Whether [`Runner::set_fast`] was called: `cadence=` is served.
+    pub fn has_fast(&self) -> bool {
+        self.inner.fast.get().is_some()
+    }
+
+    /// Names of the collectors a scrape of `scope` runs.
+    pub fn names_for(&self, scope: &Scope) -> Vec<&'static str> {
+        let slots = self.lock();
+        (0..slots.len())
+            .filter(|&i| self.inner.runs(&slots, i, scope))
+            .map(|i| slots[i].collector.name())
+            .collect()
     }
 
     /// Builds every collector that is on by default.
@@ -238,6 +294,15 @@ impl Runner {
 
     /// Runs every collector and renders it in the requested format.
     pub fn render_as(&self, format: Format) -> String {
+        self.render_scoped(format, &Scope::default())
+    }
+
+    /// Runs the collectors `scope` asks for and renders their series in `format`
+    /// (`/metrics?collect[]=…` or `?cadence=…`). A `cadence` without [`Runner::set_fast`]
+    /// renders everything; the server refuses such a request before it gets here.
+    pub fn render_scoped(&self, format: Format, scope: &Scope) -> String {
+        let _rendering = self.rendering.lock().unwrap_or_else(|p| p.into_inner());
+        *self.inner.scope.lock().unwrap_or_else(|p| p.into_inner()) = scope.clone();
         // A little headroom over the last size, so a slowly growing exposition (a new
         // interrupt line, a new disk) does not reallocate the whole buffer.
         let mut out = String::with_capacity(self.last_len.load(Ordering::Relaxed) + 4096);
@@ -250,8 +315,9 @@ impl Runner {
         }
     }
 
-    fn update_all(slots: &mut [Slot]) {
-        for slot in slots.iter_mut() {
+    /// Updates the slots whose `run` is true.
+    fn update_all(slots: &mut [Slot], run: &[bool]) {
+        for (slot, _) in slots.iter_mut().zip(run).filter(|(_, r)| **r) {
             slot.scrape.clear();
             let start = Instant::now();
             let res = slot.collector.update(&mut slot.scrape);
@@ -288,20 +354,60 @@ impl Runner {
 }
 
 impl Inner {
-    /// Runs every collector, then writes their families and the self-metrics.
+    /// Whether a scrape of `scope` runs slot `i`: named by `collect[]` (or not by
+    /// `exclude[]`), and for the fast cadence with a metric in `--metrics.fast`.
+    fn runs(&self, slots: &[Slot], i: usize, scope: &Scope) -> bool {
+        let name = slots[i].collector.name();
+        if !scope.wants_collector(name) {
+            return false;
+        }
+        match (scope.cadence, self.fast.get()) {
+            (Cadence::Fast, Some(f)) => f.runs.get(i).copied().unwrap_or(false),
+            _ => true,
+        }
+    }
+
+    /// Runs the collectors of the scope being rendered, then writes their families and
+    /// (but for the fast cadence) the self-metrics.
     fn encode(&self, encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let scope = self.scope.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let mut slots = lock(&self.slots);
-        Runner::update_all(&mut slots);
-        for slot in slots.iter() {
+        let run: Vec<bool> = (0..slots.len())
+            .map(|i| self.runs(&slots, i, &scope))
+            .collect();
+        Runner::update_all(&mut slots, &run);
+        // The fast cadence's rules: `Fast` keeps what they keep, `Slow` the rest.
+        let fast = match (scope.cadence, self.fast.get()) {
+            (Cadence::All, _) | (_, None) => None,
+            (c, Some(f)) => Some((c, &f.rules)),
+        };
+        for (slot, _) in slots.iter().zip(&run).filter(|(_, r)| **r) {
             for fam in slot.scrape.families() {
                 let rule = match self.rules.as_ref().map(|rules| rules.get(&key(fam.desc))) {
                     None => None,
                     Some(None) => continue,
                     Some(Some(r)) => Some(r),
                 };
-                let keep = |s: &&crate::scrape::Sample| match rule {
-                    Some(r) => r.keeps(&s.labels),
-                    None => true,
+                let cadence_rule = match fast {
+                    None => None,
+                    Some((c, rules)) => match (c, rules.get(&key(fam.desc))) {
+                        (Cadence::Fast, None) => continue,
+                        (Cadence::Slow, Some(Rule::All)) => continue,
+                        (c, r) => Some((c, r)),
+                    },
+                };
+                let keep = |s: &&crate::scrape::Sample| {
+                    let selected = match rule {
+                        Some(r) => r.keeps(&s.labels),
+                        None => true,
+                    };
+                    selected
+                        && match cadence_rule {
+                            None => true,
+                            Some((Cadence::Fast, Some(r))) => r.keeps(&s.labels),
+                            Some((_, Some(r))) => !r.keeps(&s.labels),
+                            Some((_, None)) => true,
+                        }
                 };
                 if !fam.samples.iter().any(|s| keep(&s)) {
                     continue;
@@ -314,17 +420,22 @@ impl Inner {
                 encode_family(encoder, fam.desc, samples)?;
             }
         }
-        let names = self.names.iter();
-        let success = names
-            .clone()
-            .zip(slots.iter())
-            .map(|(l, s)| (l, f64::from(u8::from(s.success))));
+        // The self-metrics are the slow cadence's: one job serves them, and the fast page
+        // stays what the analyzer reads.
+        if scope.cadence == Cadence::Fast && fast.is_some() {
+            return Ok(());
+        }
+        let ran = || {
+            self.names
+                .iter()
+                .zip(slots.iter())
+                .zip(&run)
+                .filter(|(_, r)| **r)
+                .map(|(ls, _)| ls)
+        };
+        let success = ran().map(|(l, s)| (l, f64::from(u8::from(s.success))));
         encode_family(encoder, &SUCCESS, success)?;
-        encode_family(
-            encoder,
-            &DURATION,
-            names.zip(slots.iter()).map(|(l, s)| (l, s.duration)),
-        )?;
+        encode_family(encoder, &DURATION, ran().map(|(l, s)| (l, s.duration)))?;
         encode_family(
             encoder,
             &BUILD_INFO,
@@ -536,6 +647,122 @@ mod tests {
         let page = runner.render_as(Format::Text);
         assert!(page.contains("reveal_exporter_collector_success{collector=\"meminfo\"} 0.0"));
         assert!(!page.contains("reveal_memory_mem_total_bytes"));
+    }
+
+    /// A collector that counts its updates and emits one gauge, named like one of the table's.
+    struct Counting(&'static str, Arc<AtomicUsize>);
+
+    static COUNTED: Desc = Desc::gauge("reveal_memory_mem_total", Unit::Bytes, &[], "test");
+
+    impl Collector for Counting {
+        fn name(&self) -> &'static str {
+            self.0
+        }
+        fn update(&mut self, s: &mut Scrape) -> Result<(), crate::error::CollectError> {
+            self.1.fetch_add(1, Ordering::Relaxed);
+            s.push1(&COUNTED, 1.0);
+            Ok(())
+        }
+    }
+
+    fn samples(page: &str) -> Vec<&str> {
+        page.lines().filter(|l| !l.starts_with('#')).collect()
+    }
+
+    #[test]
+    fn a_fast_scrape_runs_only_its_collectors_and_slow_serves_the_rest_once() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/vm-debian");
+        let settings = Settings {
+            paths: crate::paths::Paths::new(
+                std::path::Path::new(&format!("{root}/proc")),
+                std::path::Path::new(&format!("{root}/sys")),
+            ),
+            ..Settings::default()
+        };
+        let runner = Runner::new(&["stat", "meminfo"], &settings).unwrap();
+        let meminfo_runs = Arc::new(AtomicUsize::new(0));
+        assert!(runner.replace(Box::new(Counting("meminfo", meminfo_runs.clone()))));
+        let fast = crate::selection::Selection::parse(
+            "metrics:\n  - reveal_cpu_context_switches_total\n  \
+             - name: reveal_cpu_time_seconds_total\n    match: {mode: 'user|system'}\n",
+        )
+        .unwrap();
+        assert!(runner.set_fast(&fast));
+        assert!(!runner.set_fast(&fast), "set once");
+        let fast_scope = Scope {
+            cadence: Cadence::Fast,
+            ..Scope::default()
+        };
+        assert_eq!(runner.names_for(&fast_scope), ["stat"]);
+
+        let page = runner.render_scoped(Format::Text, &fast_scope);
+        assert_eq!(
+            meminfo_runs.load(Ordering::Relaxed),
+            0,
+            "meminfo did not run"
+        );
+        let got = samples(&page);
+        assert!(!got.is_empty());
+        for line in &got {
+            assert!(
+                line.starts_with("reveal_cpu_context_switches_total ")
+                    || (line.starts_with("reveal_cpu_time_seconds_total{")
+                        && (line.contains("mode=\"user\"") || line.contains("mode=\"system\""))),
+                "the fast page serves only --metrics.fast: {line}\n{page}"
+            );
+        }
+
+        let slow = runner.render_scoped(
+            Format::Text,
+            &Scope {
+                cadence: Cadence::Slow,
+                ..Scope::default()
+            },
+        );
+        assert_eq!(meminfo_runs.load(Ordering::Relaxed), 1);
+        let slow_lines = samples(&slow);
+        assert!(
+            slow_lines.iter().any(|l| l.contains("mode=\"idle\"")),
+            "{slow}"
+        );
+        assert!(slow.contains("reveal_memory_mem_total_bytes 1"), "{slow}");
+        assert!(slow.contains("reveal_exporter_collector_success{collector=\"meminfo\"}"));
+        // The two pages together are the whole page, each series once.
+        let all = runner.render_as(Format::Text);
+        let mut split: Vec<String> = got
+            .iter()
+            .chain(&slow_lines)
+            .map(|l| name_labels(l))
+            .collect();
+        let mut whole: Vec<String> = samples(&all).iter().map(|l| name_labels(l)).collect();
+        split.sort();
+        whole.sort();
+        let before = split.len();
+        split.dedup();
+        assert_eq!(split.len(), before, "no series on both pages");
+        // process_* values move between renders, the series are the same.
+        assert_eq!(split, whole);
+    }
+
+    fn name_labels(line: &str) -> String {
+        line.rsplit_once(' ').map_or(line, |(s, _)| s).to_string()
+    }
+
+    #[test]
+    fn collect_runs_only_the_named_collectors() {
+        let runner = Runner::new(&["stat", "meminfo"], &Settings::default()).unwrap();
+        let runs = Arc::new(AtomicUsize::new(0));
+        assert!(runner.replace(Box::new(Counting("meminfo", runs.clone()))));
+        let scope = Scope::from_query(Some("collect[]=meminfo"), &["stat", "meminfo"]).unwrap();
+        let page = runner.render_scoped(Format::Text, &scope);
+        assert_eq!(runs.load(Ordering::Relaxed), 1);
+        assert!(!page.contains("reveal_cpu_"), "{page}");
+        assert!(page.contains("reveal_exporter_collector_success{collector=\"meminfo\"} 1"));
+        assert!(!page.contains("collector=\"stat\""), "{page}");
+        let scope = Scope::from_query(Some("exclude[]=meminfo"), &["stat", "meminfo"]).unwrap();
+        let page = runner.render_scoped(Format::Text, &scope);
+        assert_eq!(runs.load(Ordering::Relaxed), 1, "excluded");
+        assert!(page.contains("collector=\"stat\""), "{page}");
     }
 
     #[test]

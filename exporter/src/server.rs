@@ -1,6 +1,6 @@
 //! The HTTP side: `/metrics`, a landing page at `/`, and `/-/healthy`.
 
-use crate::runner::{Format, Runner};
+use crate::runner::{Format, Runner, Scope};
 use crate::web::auth::Verdict;
 use crate::web::Web;
 use http_body_util::Full;
@@ -193,20 +193,48 @@ impl Server {
             .headers()
             .get(hyper::header::ACCEPT)
             .and_then(|v| v.to_str().ok());
-        self.answer(req.method(), req.uri().path(), accept).await
+        self.answer_query(req.method(), req.uri().path(), req.uri().query(), accept)
+            .await
     }
 
     /// The answer to one request, by method, path and `Accept` header.
+    #[cfg(test)]
     async fn answer(
         &self,
         method: &Method,
         path: &str,
         accept: Option<&str>,
     ) -> Response<Full<Bytes>> {
+        self.answer_query(method, path, None, accept).await
+    }
+
+    /// The answer to one request, by method, path, query (`collect[]`, `cadence`,
+    /// [`Scope`]) and `Accept` header.
+    async fn answer_query(
+        &self,
+        method: &Method,
+        path: &str,
+        query: Option<&str>,
+        accept: Option<&str>,
+    ) -> Response<Full<Bytes>> {
         if method != Method::GET && method != Method::HEAD {
             return text(StatusCode::METHOD_NOT_ALLOWED, "only GET and HEAD\n");
         }
         if path == self.telemetry_path {
+            let known: Vec<&str> = crate::collectors::COLLECTORS
+                .iter()
+                .map(|e| e.name)
+                .collect();
+            let scope = match Scope::from_query(query, &known) {
+                Ok(s) => s,
+                Err(e) => return text(StatusCode::BAD_REQUEST, &format!("{e}\n")),
+            };
+            if scope.cadence != crate::runner::Cadence::All && !self.runner.has_fast() {
+                return text(
+                    StatusCode::BAD_REQUEST,
+                    "cadence=fast and cadence=slow need --metrics.fast\n",
+                );
+            }
             let Ok(_permit) = self.limit.clone().try_acquire_owned() else {
                 return text(
                     StatusCode::SERVICE_UNAVAILABLE,
@@ -214,7 +242,7 @@ impl Server {
                 );
             };
             let format = Format::from_accept(accept);
-            let body = self.render(format).await;
+            let body = self.render(format, scope).await;
             return Response::builder()
                 .header("Content-Type", format.content_type())
                 .body(Full::new(Bytes::from(body)))
@@ -283,7 +311,7 @@ impl Server {
     /// less than [`BUSY_GAP`] ago (many scrapers) or took longer than [`SLOW_RENDER`] — on a
     /// blocking thread, so health checks and other connections are answered meanwhile
     /// (`benches/serving_under_load.py`).
-    async fn render(&self, format: Format) -> String {
+    async fn render(&self, format: Format, scope: Scope) -> String {
         let last = *self.last_render.lock().expect("not poisoned");
         let busy = off_thread(self.rendering.load(Ordering::Acquire), last, Instant::now());
         self.rendering.fetch_add(1, Ordering::AcqRel);
@@ -292,12 +320,12 @@ impl Server {
             let runner = self.runner.clone();
             tokio::task::spawn_blocking(move || {
                 let t = Instant::now();
-                (runner.render_as(format), t.elapsed())
+                (runner.render_scoped(format, &scope), t.elapsed())
             })
             .await
             .unwrap_or_else(|e| (format!("# render failed: {e}\n"), t0.elapsed()))
         } else {
-            (self.runner.render_as(format), t0.elapsed())
+            (self.runner.render_scoped(format, &scope), t0.elapsed())
         };
         self.rendering.fetch_sub(1, Ordering::AcqRel);
         *self.last_render.lock().expect("not poisoned") = Some(LastRender {
@@ -364,6 +392,27 @@ mod tests {
         assert_eq!(post.status(), StatusCode::METHOD_NOT_ALLOWED);
         let other = s.answer(&Method::GET, "/debug/pprof", None).await;
         assert_eq!(other.status(), StatusCode::NOT_FOUND);
+    }
+
+    #[tokio::test]
+    async fn bad_scrape_parameters_get_400_and_cadence_needs_a_fast_selection() {
+        let s = server(4);
+        let get = |q: &'static str| s.answer_query(&Method::GET, "/metrics", Some(q), None);
+        assert_eq!(get("collect[]=stat").await.status(), StatusCode::OK);
+        assert_eq!(
+            get("collect[]=nope").await.status(),
+            StatusCode::BAD_REQUEST
+        );
+        assert_eq!(get("cadence=fast").await.status(), StatusCode::BAD_REQUEST);
+        assert_eq!(get("cadence=all").await.status(), StatusCode::OK);
+        let fast =
+            crate::selection::Selection::parse("metrics: [reveal_cpu_forks_total]\n").unwrap();
+        s.runner.set_fast(&fast);
+        assert_eq!(get("cadence=fast").await.status(), StatusCode::OK);
+        assert_eq!(
+            get("cadence=sometimes").await.status(),
+            StatusCode::BAD_REQUEST
+        );
     }
 
     #[test]
