@@ -7,7 +7,7 @@ mod footprint;
 
 use clap::{Parser, Subcommand};
 use reveal_analyzer::commands::run::ServiceError;
-use reveal_analyzer::commands::{analyze, compare, prune};
+use reveal_analyzer::commands::{analyze, compare, prune, replay};
 
 #[derive(Parser)]
 #[command(
@@ -32,6 +32,9 @@ enum Command {
     /// Agreement of two sets of anomaly intervals (paper §5.5): IoU, hit rates byCount and
     /// byLength, per host and overall.
     Compare(compare::CompareArgs),
+    /// Replay a past stretch of a Prometheus through the service's engine: every window's
+    /// scores and claims and every episode, as `run` would have seen them (text or --json).
+    Replay(replay::ReplayArgs),
 }
 
 /// Prints a command's text output, or its error with exit status 2 (bad input).
@@ -135,6 +138,12 @@ fn main() -> ExitCode {
         Command::Analyze(args) => analyze::run(args).map_err(anyhow::Error::from),
         Command::Prune(args) => print_result(prune::run_cli(&args)),
         Command::Compare(args) => print_result(compare::run_cli(&args)),
+        Command::Replay(args) => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(anyhow::Error::from)
+            .and_then(|rt| rt.block_on(replay::run(args)))
+            .map(|()| ExitCode::SUCCESS),
     };
     match res {
         Ok(code) => code,

@@ -19,8 +19,9 @@ at) and the fault-free period, so the mean, median and standard deviation are ov
 stretches. A stretch where A flagged nothing has no hit rate and is left out of that pair's
 statistics (the count says how many were used).
 
-BIN for --replay is the `online_replay` example (default
-target/release/examples/online_replay), for --analyzer the analyzer (default
+BIN for --replay is the analyzer to replay through (default target/release/reveal-analyzer,
+run as `reveal-analyzer replay`; an `online_replay` example of an earlier build is taken too),
+for --analyzer the analyzer (default
 target/release/reveal-analyzer, for `compare`). --keep DIR keeps each replay's raw output and
 the segments as CSV. Prints a Markdown table.
 """
@@ -33,6 +34,7 @@ import sys
 import tempfile
 
 from cli import live_faults, parser  # noqa: E402  (same folder)
+from replay import read_raw  # noqa: E402  (same folder)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BEFORE_S = 30
@@ -59,14 +61,8 @@ def with_windows(config, window, stride, path):
 
 def segments(raw_path, window_ms):
     """Windows flagged by two detectors or more, as [start, end) in ms."""
-    out = []
-    for line in open(raw_path):
-        parts = line.split()
-        if len(parts) >= 3 and parts[2].startswith("agreement="):
-            if int(parts[2].split("=")[1]) >= 2:
-                end = int(round(float(parts[1]) * 1000))
-                out.append((end - window_ms, end))
-    return out
+    windows, _ = read_raw(raw_path)
+    return [(w["end_ms"] - window_ms, w["end_ms"]) for w in windows if w["agreement"] >= 2]
 
 
 def clip(segs, lo, hi):
@@ -98,7 +94,7 @@ def main():
     ap = parser(__doc__)
     ap.add_argument("config", metavar="CONFIG", help="an analyzer configuration")
     ap.add_argument("dirs", metavar="DIR", nargs="+", help="kept evaluate.sh runs")
-    ap.add_argument("--replay", metavar="BIN", default="target/release/examples/online_replay")
+    ap.add_argument("--replay", metavar="BIN", default="target/release/reveal-analyzer")
     ap.add_argument("--analyzer", metavar="BIN", default="target/release/reveal-analyzer")
     ap.add_argument("--settings", metavar="W/S,...", default="3s/1s,1500ms/500ms,5s/2s")
     ap.add_argument("--keep", metavar="DIR", help="keep each replay's output and segments here")
@@ -109,7 +105,7 @@ def main():
     config, dirs = args.config, args.dirs
     for b in (replay_bin, analyzer):
         if not os.access(b, os.X_OK):
-            sys.exit("granularity: no binary at %s (cargo build --release -p reveal-analyzer --example online_replay)" % b)
+            sys.exit("granularity: no binary at %s (cargo build --release -p reveal-analyzer)" % b)
     tmp = keep or tempfile.mkdtemp(prefix="reveal-granularity-")
     os.makedirs(tmp, exist_ok=True)
     name = lambda s: "%g s/%g s" % (s[0] / 1000, s[1] / 1000)  # noqa: E731

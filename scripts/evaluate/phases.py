@@ -36,6 +36,8 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from replay import read_raw  # noqa: E402  (same folder)
 
 
 def replay(dir_, config, binary, phase):
@@ -76,17 +78,10 @@ def replay(dir_, config, binary, phase):
 
 def fault_free_flags(run, raw):
     """Each fault-free window of `run` (its run.json) the replay scored (its end, in s) and
-    whether two detectors flagged it, from the replay's own output (the window lines of
-    `online_replay`)."""
+    whether two detectors flagged it, from the replay's own output (`replay.py --raw`)."""
     lo, hi = run["fault_free"]["start_ms"] // 1000, run["fault_free"]["end_ms"] // 1000
-    flags = {}
-    for line in open(raw):
-        parts = line.split()
-        if len(parts) >= 3 and parts[2].startswith("agreement="):
-            end = int(float(parts[1]))
-            if lo < end <= hi:
-                flags[end] = int(parts[2].split("=")[1]) >= 2
-    return flags
+    windows, _ = read_raw(raw)
+    return {w["end_s"]: w["agreement"] >= 2 for w in windows if lo < w["end_s"] <= hi}
 
 
 def by_phase_count(replays):
@@ -102,7 +97,7 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("config", metavar="CONFIG", help="an analyzer configuration")
     ap.add_argument("dirs", metavar="DIR", nargs="+", help="kept evaluate.sh runs")
-    ap.add_argument("--replay", metavar="BIN", default="target/release/examples/online_replay")
+    ap.add_argument("--replay", metavar="BIN", default="target/release/reveal-analyzer")
     ap.add_argument("--phases", metavar="S,...", default="0,60,120,180,240")
     ap.add_argument("--label", metavar="NAME", help="(default: CONFIG's file name)")
     args = ap.parse_intermixed_args()

@@ -6,10 +6,11 @@
 OUT_DIR is a finished `scripts/evaluate.sh --keep-data` run: its Prometheus data
 (OUT/prometheus-data), run.json and faults.json. CONFIG is an analyzer configuration (e.g.
 OUT/analyzers/NAME/analyzer.yml); its `source.prometheus.url` is replaced by a Prometheus this
-script starts on a copy of the recorded data. BIN is the `online_replay` example of the build
-to evaluate (default target/release/examples/online_replay; build it with
-`cargo build --release -p reveal-analyzer --example online_replay`). --raw keeps the replay's
-own output (every window's scores and claims) in FILE. --phase starts learning SECONDS after
+script starts on a copy of the recorded data. BIN is the `reveal-analyzer` of the build to
+evaluate (default target/release/reveal-analyzer), run as `reveal-analyzer replay --json`; the
+`online_replay` example of builds before that subcommand is taken too (a BIN named
+online_replay*, its text output). --raw keeps the replay's own output (every window's scores
+and claims, one JSON object a line) in FILE. --phase starts learning SECONDS after
 the live analyzer did, so every fit (warm-up end, then every refit) falls that much later: the
 same recording replayed at several phases samples how much the result depends on where the
 fits fell (a young baseline's bars move with the few windows they are set by).
@@ -72,32 +73,61 @@ def start_prometheus(data):
     sys.exit("replay: prometheus not ready after 60 s")
 
 
-def replay(binary, config, learn_from, score_from, until, raw=None):
-    out = subprocess.run([binary, config, str(learn_from), str(score_from), str(until)],
-                         capture_output=True, text=True, check=False)
-    if out.returncode != 0:
-        sys.exit("replay: %s failed: %s" % (binary, out.stderr.strip()[-2000:]))
-    if raw:
-        with open(raw, "w") as f:
-            f.write(out.stdout)
+def replay_command(binary, config, learn_from, score_from, until):
+    """The command line of a replay: `reveal-analyzer replay --json`, or the positional
+    arguments of the `online_replay` example of earlier builds."""
+    if os.path.basename(binary).startswith("online_replay"):
+        return [binary, config, str(learn_from), str(score_from), str(until)]
+    return [binary, "replay", "--json", "--config.file", config, "--learn-from", str(learn_from),
+            "--from", str(score_from), "--until", str(until)]
+
+
+def parse_output(text):
+    """Windows and episodes of a replay's output, JSON lines or the example's text:
+    windows as {end_s, end_ms, agreement, scores}, episodes as {open_s, start_s, subsystems,
+    close_s, joins: [(s, subsystem)], summary}."""
     windows, episodes = [], []
-    for line in out.stdout.splitlines():
+
+    def join(at_s, subs):
+        if not episodes:
+            return
+        e = episodes[-1]
+        for sub in subs:
+            if sub not in e["subsystems"] and sub not in [j[1] for j in e["joins"]]:
+                e["joins"].append((at_s, sub))
+
+    def close(at_s):
+        for e in reversed(episodes):
+            if e["close_s"] is None:
+                e["close_s"] = at_s
+                break
+
+    for line in text.splitlines():
+        if line.startswith("{"):
+            x = json.loads(line)
+            if x["type"] == "window":
+                windows.append({"end_s": x["end_ms"] // 1000, "end_ms": x["end_ms"],
+                                "agreement": x["agreement"], "scores": dict(x["scores"])})
+            elif x["type"] == "episode":
+                ep, at_s = x["episode"], x["at_ms"] // 1000
+                if x["event"] == "open":
+                    episodes.append({"open_s": at_s, "start_s": ep["start_ms"] // 1000,
+                                     "subsystems": list(ep["subsystems"]), "close_s": None,
+                                     "joins": [], "summary": ep["summary"]})
+                elif x["event"] == "join":
+                    join(at_s, ep["subsystems"])
+                elif x["event"] == "close":
+                    close(at_s)
+            continue
         parts = line.split()
         if parts[:2] == ["EPISODE", "open"]:
             episodes.append({"open_s": int(parts[3]), "start_s": int(parts[4]),
                              "subsystems": parts[5].strip("[]").split(","), "close_s": None, "joins": [],
                              "summary": " ".join(parts[6:])})
-        elif parts[:2] == ["EPISODE", "join"] and episodes:
-            subs = parts[5].strip("[]").split(",")
-            e = episodes[-1]
-            for sub in subs:
-                if sub not in e["subsystems"] and sub not in [j[1] for j in e["joins"]]:
-                    e["joins"].append((int(parts[3]), sub))
+        elif parts[:2] == ["EPISODE", "join"]:
+            join(int(parts[3]), parts[5].strip("[]").split(","))
         elif parts[:2] == ["EPISODE", "close"]:
-            for e in reversed(episodes):
-                if e["close_s"] is None:
-                    e["close_s"] = int(parts[3])
-                    break
+            close(int(parts[3]))
         elif len(parts) >= 3 and parts[2].startswith("agreement="):
             scores = {}
             for kv in parts[3:]:
@@ -106,16 +136,33 @@ def replay(binary, config, learn_from, score_from, until, raw=None):
                 k, _, v = kv.partition("=")
                 scores[k] = float(v)
             # Window ends print with milliseconds (strides below a second).
-            windows.append({"end_s": int(float(parts[1])), "agreement": int(parts[2].split("=")[1]),
-                            "scores": scores})
+            windows.append({"end_s": int(float(parts[1])), "end_ms": int(round(float(parts[1]) * 1000)),
+                            "agreement": int(parts[2].split("=")[1]), "scores": scores})
     return windows, episodes
+
+
+def read_raw(path):
+    """[`parse_output`] of a file that --raw kept."""
+    with open(path) as f:
+        return parse_output(f.read())
+
+
+def replay(binary, config, learn_from, score_from, until, raw=None):
+    out = subprocess.run(replay_command(binary, config, learn_from, score_from, until),
+                         capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        sys.exit("replay: %s failed: %s" % (binary, out.stderr.strip()[-2000:]))
+    if raw:
+        with open(raw, "w") as f:
+            f.write(out.stdout)
+    return parse_output(out.stdout)
 
 
 def main():
     ap = parser(__doc__)
     ap.add_argument("out_dir", metavar="OUT_DIR", help="a kept evaluate.sh run")
     ap.add_argument("config", metavar="CONFIG", help="an analyzer configuration")
-    ap.add_argument("--replay", metavar="BIN", default="target/release/examples/online_replay")
+    ap.add_argument("--replay", metavar="BIN", default="target/release/reveal-analyzer")
     ap.add_argument("--label", metavar="NAME", help="(default: the name of CONFIG's folder)")
     ap.add_argument("--raw", metavar="FILE", help="keep the replay's own output here")
     ap.add_argument("--phase", metavar="SECONDS", type=int, default=0,

@@ -31,7 +31,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cli import live_faults, parser  # noqa: E402
-from replay import start_prometheus  # noqa: E402
+from replay import read_raw, start_prometheus  # noqa: E402
 
 # The channels each fault is expected to move, as an operator would chart them. A fault not
 # listed gets the busiest-CPU chart.
@@ -86,21 +86,16 @@ def from_replay(path):
     """Scores and episodes of a replay's raw output, in the shapes of series.json and
     alerts.json."""
     series, alerts = {}, []
-    for line in open(path):
-        parts = line.split()
-        if parts[:2] == ["EPISODE", "open"]:
-            alerts.append({"alertname": "RevealAnomaly", "first_seen_ms": int(parts[3]) * 1000,
-                           "gone_ms": None, "subsystem": parts[5].strip("[]")})
-        elif parts[:2] == ["EPISODE", "close"] and alerts:
-            alerts[-1]["gone_ms"] = int(parts[3]) * 1000
-        elif len(parts) >= 3 and parts[2].startswith("agreement="):
-            t = float(parts[1]) * 1000
-            series.setdefault("reveal_anomaly_agreement", []).append((t, int(parts[2].split("=")[1])))
-            for kv in parts[3:]:
-                if kv == "|":
-                    break
-                k, _, v = kv.partition("=")
-                series.setdefault("score:%s@replay" % k, []).append((t, float(v)))
+    windows, episodes = read_raw(path)
+    for w in windows:
+        t = float(w["end_ms"])
+        series.setdefault("reveal_anomaly_agreement", []).append((t, w["agreement"]))
+        for k, v in w["scores"].items():
+            series.setdefault("score:%s@replay" % k, []).append((t, v))
+    for e in episodes:
+        alerts.append({"alertname": "RevealAnomaly", "first_seen_ms": e["open_s"] * 1000,
+                       "gone_ms": e["close_s"] * 1000 if e["close_s"] is not None else None,
+                       "subsystem": ",".join(e["subsystems"])})
     return series, alerts
 
 

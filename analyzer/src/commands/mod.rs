@@ -3,4 +3,5 @@
 pub mod analyze;
 pub mod compare;
 pub mod prune;
+pub mod replay;
 pub mod run;
