@@ -26,6 +26,9 @@ import pathlib
 
 # The dashboard's datasource variable: whichever Prometheus the viewer picks.
 PROM = {"type": "prometheus", "uid": "${datasource}"}
+# The slow scrape job's interval (rules/prometheus.yml, `reveal-slow`): the minimum interval
+# of panels that show its series as rates.
+SLOW = "15s"
 GRAFANA_VERSION = "11.2.0"  # docker-compose.yml's grafana/grafana-oss image
 # What "Import dashboard" reads: the input it asks for, and what the dashboard needs.
 INPUTS = [{
@@ -86,7 +89,7 @@ def refs(exprs):
 
 
 def timeseries(title, exprs, unit="short", description="", stack=False, threshold=None,
-               minimum=None, maximum=None, draw="line"):
+               minimum=None, maximum=None, draw="line", interval=None):
     custom = {
         "drawStyle": draw,
         "lineWidth": 1,
@@ -105,7 +108,7 @@ def timeseries(title, exprs, unit="short", description="", stack=False, threshol
         defaults["min"] = minimum
     if maximum is not None:
         defaults["max"] = maximum
-    return {
+    panel = {
         "type": "timeseries",
         "title": title,
         "description": description,
@@ -117,6 +120,10 @@ def timeseries(title, exprs, unit="short", description="", stack=False, threshol
             "tooltip": {"mode": "multi", "sort": "desc"},
         },
     }
+    if interval:
+        # A panel of series from the slow scrape job: $__rate_interval spans four scrapes.
+        panel["interval"] = interval
+    return panel
 
 
 def stat(title, expr, legend="", unit="short", description="", thresholds=None):
@@ -343,7 +350,9 @@ def episode_annotations(instance_matcher):
 
 
 def host():
-    i = 'job=~"$job",instance="$instance"'
+    # The exporter's fast job (`reveal`, 100 ms) and its slow one (`reveal-slow`, 15 s):
+    # one host, two jobs (docs/metric-selection.md, "Two cadences").
+    i = 'job=~"$job(-slow)?",instance="$instance"'
     L = Layout()
     L.row("CPU")
     L.add(timeseries("CPU utilization", [
@@ -371,7 +380,8 @@ def host():
     ], unit="hertz", description="cpufreq's current frequency (needs a cpufreq driver)."))
     L.add(timeseries("Idle state residency", [
         (f"sum by (state) (rate(reveal_cpu_idle_state_time_seconds_total{{{i}}}[$__rate_interval]))", "{{state}}"),
-    ], unit="s", stack=True, description="Seconds per second spent in each cpuidle state, summed over CPUs."))
+    ], unit="s", stack=True, interval=SLOW,
+        description="Seconds per second spent in each cpuidle state, summed over CPUs (the slow job's, every 15 s)."))
     L.add(timeseries("Package power", [
         (f"rate(reveal_cpu_rapl_energy_joules_total{{{i}}}[$__rate_interval])", "{{zone}}"),
     ], unit="watt", description="RAPL energy counters as power (needs /sys/class/powercap)."))
@@ -467,7 +477,8 @@ def host():
         (f"sum by (device) (rate(reveal_network_transmit_drops_total{{{i}}}[$__rate_interval]))", "{{device}} tx drops"),
         (f"sum by (device) (rate(reveal_network_receive_errors_total{{{i}}}[$__rate_interval]))", "{{device}} rx errors"),
         (f"instance:reveal_network_tcp_retransmitted_segments:rate1s{{{i}}}", "TCP retransmits"),
-    ], unit="ops", description="Packet loss shows here first: drops, errors, TCP retransmissions."))
+    ], unit="ops", interval=SLOW,
+        description="Packet loss shows here first: drops, errors, TCP retransmissions (errors and tx drops from the slow job, every 15 s)."))
 
     L.row("Exporter")
     L.add(timeseries("Collector duration", [
@@ -533,7 +544,7 @@ def anomalies():
 
 
 def cluster():
-    j = 'job=~"$job"'
+    j = 'job=~"$job(-slow)?"'
     L = Layout()
     L.add(heatmap("Cross-host deviation (worst subsystem per host)",
                   "max by (instance) (reveal_host_deviation)", "{{instance}}", maximum=7,

@@ -231,7 +231,8 @@ need_free_port prometheus "$PROMETHEUS_PORT" REVEAL_PROMETHEUS_PORT
 need_free_port alertmanager "$ALERTMANAGER_PORT" REVEAL_ALERTMANAGER_PORT
 need_free_port analyzer "$ANALYZER_PORT" REVEAL_ANALYZER_PORT
 "$BIN/reveal-exporter" --web.listen-address="127.0.0.1:$EXPORTER_PORT" \
-  --metrics.selection="$ROOT/deploy/selection.yml" >"$STATE/exporter.log" 2>&1 &
+  --metrics.selection="$ROOT/deploy/selection.yml" --metrics.fast="$ROOT/deploy/selection-fast.yml" \
+  >"$STATE/exporter.log" 2>&1 &
 track exporter $! "$BIN/reveal-exporter"
 "$PROMETHEUS" --config.file="$STATE/prometheus.yml" --storage.tsdb.path="$STATE/prometheus-data" \
   --storage.tsdb.retention.time=1d --web.listen-address="127.0.0.1:$PROMETHEUS_PORT" \

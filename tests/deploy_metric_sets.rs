@@ -63,3 +63,182 @@ fn the_pruned_set_is_the_default_plus_the_generated_block() {
         );
     }
 }
+
+/// Every selector `reveal_NAME{label op "value", …}` of a PromQL expression: the name and its
+/// equality and regex matchers (recording rules' names, with a colon, are left out). A
+/// `{__name__=~"prefix(a|b)suffix"}` selector is expanded into its names.
+fn selectors(expr: &str) -> Vec<(String, Vec<(String, String)>)> {
+    let mut out = Vec::new();
+    let b = expr.as_bytes();
+    let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c == b':';
+    let mut i = 0;
+    while i < b.len() {
+        let starts = expr[i..].starts_with("reveal_") && (i == 0 || !ident(b[i - 1]));
+        let bare = expr[i..].starts_with("{__name__");
+        if !starts && !bare {
+            i += 1;
+            continue;
+        }
+        let mut j = i;
+        while j < b.len() && ident(b[j]) {
+            j += 1;
+        }
+        let name = expr[i..j].to_string();
+        let mut matchers = Vec::new();
+        if j < b.len() && b[j] == b'{' {
+            let end = j + expr[j..].find('}').expect("closing brace");
+            for m in expr[j + 1..end].split(',').filter(|m| !m.trim().is_empty()) {
+                let m = m.trim();
+                let at = m.find(['=', '!']).expect("an operator");
+                let (label, rest) = m.split_at(at);
+                let (op, value) = rest.split_at(if rest.starts_with("=\"") { 1 } else { 2 });
+                let value = value.trim_matches('"').to_string();
+                if op == "=" || op == "=~" {
+                    matchers.push((label.trim().to_string(), value));
+                }
+            }
+            j = end + 1;
+        }
+        if name.contains(':') {
+            i = j;
+            continue;
+        }
+        if bare {
+            let re = &matchers
+                .iter()
+                .find(|(l, _)| l == "__name__")
+                .expect("__name__")
+                .1;
+            let (pre, rest) = re.split_once('(').expect("a group");
+            let (alts, post) = rest.split_once(')').expect("a group");
+            for a in alts.split('|') {
+                out.push((format!("{pre}{a}{post}"), Vec::new()));
+            }
+        } else {
+            out.push((name, matchers));
+        }
+        i = j;
+    }
+    out
+}
+
+/// Whether the fast selection keeps every series `matchers` select of `name`: every
+/// alternative of each matcher's value is kept (the matchers of a fast entry are written as
+/// alternatives of literal values, so this is exact for them).
+fn fast_keeps(
+    fast: &reveal_schema::selection::Selection,
+    name: &str,
+    matchers: &[(String, String)],
+) -> bool {
+    let Some(rule) = fast.rule(name) else {
+        return false;
+    };
+    let metric = reveal_schema::catalog::find(name).expect("a metric of the exporter");
+    // The labels a fast entry matches on that the query does not pin: any value.
+    let constrained: Vec<&str> = match rule {
+        reveal_schema::selection::Rule::All => return true,
+        reveal_schema::selection::Rule::Any(sets) => {
+            sets.iter().flatten().map(|(l, _)| *l).collect()
+        }
+    };
+    for label in &constrained {
+        let Some((_, value)) = matchers.iter().find(|(l, _)| l == label) else {
+            return false; // the query reads every value of a label the entry restricts
+        };
+        assert!(metric.labels.contains(label));
+        for alt in value.split('|') {
+            let labels: Vec<(&str, String)> = matchers
+                .iter()
+                .filter(|(l, _)| l != label)
+                .map(|(l, v)| (l.as_str(), v.split('|').next().unwrap_or("").to_string()))
+                .chain([(*label, alt.to_string())])
+                .collect();
+            if !rule.keeps(&labels) {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// `deploy/selection-fast.yml` (`--metrics.fast`, scraped every 100 ms) keeps every series
+/// that the default metric set and the recording rules read (their `rate(…[1s])` needs
+/// 100 ms samples) and the series the dashboards read as rates; everything it names exists.
+#[test]
+fn the_fast_selection_keeps_what_the_analyzer_and_the_rules_read() {
+    let fast = reveal_schema::selection::Selection::load(&root().join("deploy/selection-fast.yml"))
+        .expect("deploy/selection-fast.yml loads");
+    assert_eq!(
+        fast.unknown(),
+        &[] as &[String],
+        "every name is the exporter's"
+    );
+    let default = Config::parse(
+        &read("deploy/analyzer.yml"),
+        Path::new("deploy/analyzer.yml"),
+    )
+    .expect("deploy/analyzer.yml");
+    let mut exprs: Vec<String> = default.metrics.iter().map(|m| m.expr.clone()).collect();
+    let rules: serde_json::Value =
+        yaml_serde::from_str(&read("rules/recording.rules.yml")).expect("recording rules");
+    for g in rules["groups"].as_array().expect("groups") {
+        for r in g["rules"].as_array().expect("rules") {
+            exprs.push(r["expr"].as_str().expect("expr").to_string());
+        }
+    }
+    let mut checked = 0;
+    for e in &exprs {
+        for (name, matchers) in selectors(e) {
+            assert!(
+                fast_keeps(&fast, &name, &matchers),
+                "deploy/selection-fast.yml does not keep every series of {name}{matchers:?}, \
+                 read by {e}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 60, "{checked} selectors");
+    // The dashboards' rates over $__rate_interval (4 s): only fast series have samples in it.
+    for f in ["reveal-host.json", "reveal-cluster.json"] {
+        let text = read(&format!("grafana/dashboards/{f}")).replace("\\\"", "\"");
+        for (at, _) in text.match_indices("rate(") {
+            let rest = &text[at + 5..];
+            if !rest.starts_with("reveal_") || !rest.contains("$__rate_interval") {
+                continue;
+            }
+            let sel = &selectors(rest)[0];
+            let slow_panel = SLOW_RATES.contains(&sel.0.as_str());
+            assert!(
+                slow_panel || fast_keeps(&fast, &sel.0, &sel.1),
+                "{f}: a rate of {sel:?}, which deploy/selection-fast.yml leaves to the 15 s \
+                 job: add it there, or to SLOW_RATES with a panel interval of 15 s"
+            );
+        }
+    }
+}
+
+/// Families the dashboards show as rates from the slow job (every 15 s): their panels set a
+/// minimum interval of 15 s, so that `$__rate_interval` spans four scrapes.
+const SLOW_RATES: &[&str] = &[
+    "reveal_cpu_idle_state_time_seconds_total",
+    "reveal_network_receive_errors_total",
+    "reveal_network_transmit_drops_total",
+];
+
+#[test]
+fn selectors_are_read_from_promql() {
+    let got = selectors(
+        "sum without (cpu) (rate(reveal_cpu_time_seconds_total{mode!=\"idle\",cpu=~\"1|2\"}[1s])) \
+         / instance:reveal_x:ratio1s + {__name__=~\"reveal_memory_(dirty|cached)_bytes\"}",
+    );
+    let names: Vec<&str> = got.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "reveal_cpu_time_seconds_total",
+            "reveal_memory_dirty_bytes",
+            "reveal_memory_cached_bytes"
+        ]
+    );
+    assert_eq!(got[0].1, [("cpu".to_string(), "1|2".to_string())]);
+}

@@ -452,6 +452,56 @@ fn exporter_has_only_the_documented_privileges() {
         "the ServiceMonitor does not name the job {:?}",
         job["job_name"]
     );
+
+    // Two cadences, as the `reveal` and `reveal-slow` jobs: the same port and relabelings
+    // (one `instance` per host), each job's interval, timeout and `cadence` parameter.
+    let monitor = object("exporter.yaml", "ServiceMonitor", "reveal-exporter");
+    let endpoints = monitor["spec"]["endpoints"].as_sequence().unwrap();
+    assert_eq!(endpoints.len(), 2, "a fast and a slow endpoint");
+    for (ep, name) in endpoints.iter().zip(["reveal", "reveal-slow"]) {
+        let job = scrape_job(name);
+        assert_eq!(ep["port"], endpoints[0]["port"]);
+        assert_eq!(ep["path"].as_str(), Some("/metrics"));
+        assert_eq!(ep["interval"], job["scrape_interval"], "{name}");
+        assert_eq!(ep["scrapeTimeout"], job["scrape_timeout"], "{name}");
+        assert_eq!(ep["params"], job["params"], "{name}");
+        let relabel = ep["relabelings"].as_sequence().unwrap();
+        assert!(relabel
+            .iter()
+            .any(|r| r["targetLabel"].as_str() == Some("job")
+                && r["replacement"].as_str() == Some(name)));
+        let others: Vec<&Value> = relabel
+            .iter()
+            .filter(|r| r["targetLabel"].as_str() != Some("job"))
+            .collect();
+        let first: Vec<&Value> = endpoints[0]["relabelings"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .filter(|r| r["targetLabel"].as_str() != Some("job"))
+            .collect();
+        assert_eq!(others, first, "{name}: the same labels but for job");
+    }
+    // --metrics.fast reads deploy/selection-fast.yml, from the ConfigMap mounted where it
+    // points.
+    let fast = flag(&args, "--metrics.fast").expect("--metrics.fast");
+    let (dir_in, file) = fast.rsplit_once('/').unwrap();
+    let m = mounts
+        .iter()
+        .find(|m| m["mountPath"].as_str() == Some(dir_in))
+        .expect("a mount where --metrics.fast points");
+    assert_eq!(m["readOnly"].as_bool(), Some(true));
+    let v = volumes.iter().find(|v| v["name"] == m["name"]).unwrap();
+    let cm = object(
+        "exporter-selection.yaml",
+        "ConfigMap",
+        v["configMap"]["name"].as_str().expect("a ConfigMap volume"),
+    );
+    assert_eq!(
+        cm["data"][file].as_str(),
+        Some(read(&root().join("deploy/selection-fast.yml")).as_str()),
+        "deploy/kubernetes/exporter-selection.yaml is not deploy/selection-fast.yml: copy it"
+    );
 }
 
 #[test]

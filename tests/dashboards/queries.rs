@@ -303,11 +303,24 @@ pub fn exporter_families() -> BTreeSet<String> {
 
 /// The stack's prometheus.yml with this test's ports, absolute rule paths (the alternative
 /// anomaly alerts switched on, so the alert panels have alerts to show), and one more exporter
-/// target where nothing listens (a host whose exporter is down).
+/// target where nothing listens (a host whose exporter is down). The slow job (`reveal-slow`,
+/// every 15 s) is scraped every second here, so that its series have samples in the 4 s
+/// `$__rate_interval` of a short test (Grafana widens it to four scrapes for the panels that
+/// show them, which set a minimum interval of 15 s).
 pub fn prometheus_config(exporter: u16, alertmanager: &str, dead: u16) -> String {
     let text = std::fs::read_to_string(root().join("rules/prometheus.yml")).unwrap();
     let mut out = String::new();
+    let mut in_slow = false;
     for line in text.lines() {
+        if line.trim_start().starts_with("- job_name:") {
+            in_slow = line.trim_end().ends_with("reveal-slow");
+        }
+        let line = if in_slow {
+            line.replace("scrape_interval: 15s", "scrape_interval: 1s")
+                .replace("scrape_timeout: 5s", "scrape_timeout: 1s")
+        } else {
+            line.to_string()
+        };
         let mut l = line
             .replace(
                 "127.0.0.1:19190\"]",

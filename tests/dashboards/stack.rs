@@ -35,8 +35,18 @@ impl Stack {
         let host = format!("127.0.0.1:{port}");
         let mut exporter = Proc::spawn(
             "exporter",
+            // As the stack runs it (docker-compose.yml): the selection and the fast series
+            // that rules/prometheus.yml's two jobs scrape.
             Command::new(workspace_bin("reveal-exporter"))
-                .arg(format!("--web.listen-address={host}")),
+                .arg(format!("--web.listen-address={host}"))
+                .arg(format!(
+                    "--metrics.selection={}",
+                    root().join("deploy/selection.yml").display()
+                ))
+                .arg(format!(
+                    "--metrics.fast={}",
+                    root().join("deploy/selection-fast.yml").display()
+                )),
         );
         exporter.wait_http_ready(loopback(port), "/metrics", Duration::from_secs(20));
         let am = Alertmanager::with_config(
@@ -62,7 +72,12 @@ impl Stack {
             std::thread::sleep(Duration::from_millis(200));
         }
         let wait = Duration::from_secs(60);
-        prom.wait_for_value(&format!("up{{instance=\"{host}\"}}"), |v| v == 1.0, wait);
+        // Both jobs, fast and slow, scrape it.
+        prom.wait_for_value(
+            &format!("min(up{{instance=\"{host}\"}}) * count(up{{instance=\"{host}\"}})"),
+            |v| v == 2.0,
+            wait,
+        );
         prom.wait_for_value(
             &format!("count(instance_cpu:reveal_cpu_utilization:ratio1s{{instance=\"{host}\"}})"),
             |v| v >= 1.0,

@@ -601,6 +601,64 @@ mod tests {
         assert_eq!(duplicate_hosts(&twice, "instance").len(), 1);
     }
 
+    /// One exporter scraped by two jobs, its fast series by `reveal` every 100 ms and the rest by
+    /// `reveal-slow` (`/metrics?cadence=fast|slow`): one host, never reported, since no series
+    /// is served by both. Not even one metric split between them by a label (vmstat's events
+    /// the analyzer reads are fast, the others slow), nor an expression whose answer holds
+    /// both jobs' series.
+    #[test]
+    fn two_cadences_of_one_exporter_are_not_duplicates() {
+        let s = |job: &str, name: &str, label: (&str, &str)| {
+            series(
+                &[
+                    ("__name__", name),
+                    ("instance", "node-1:19190"),
+                    ("job", job),
+                    label,
+                ],
+                &[(1000, 1.0)],
+            )
+        };
+        let results = vec![
+            Matrix {
+                series: vec![
+                    s("reveal", "reveal_cpu_time_seconds_total", ("cpu", "0")),
+                    s("reveal", "reveal_cpu_time_seconds_total", ("cpu", "1")),
+                ],
+                warnings: vec![],
+            },
+            Matrix {
+                series: vec![
+                    s(
+                        "reveal",
+                        "reveal_memory_vmstat_events_total",
+                        ("event", "pgfault"),
+                    ),
+                    s(
+                        "reveal-slow",
+                        "reveal_memory_vmstat_events_total",
+                        ("event", "nr_foo"),
+                    ),
+                    s(
+                        "reveal-slow",
+                        "reveal_cpu_idle_state_time_seconds_total",
+                        ("cpu", "0"),
+                    ),
+                ],
+                warnings: vec![],
+            },
+        ];
+        assert!(duplicate_hosts(&results, "instance").is_empty());
+        // The same series from both jobs (an exporter scraped whole twice) is still reported.
+        let mut twice = results.clone();
+        twice[0].series.push(s(
+            "reveal-slow",
+            "reveal_cpu_time_seconds_total",
+            ("cpu", "0"),
+        ));
+        assert_eq!(duplicate_hosts(&twice, "instance").len(), 1);
+    }
+
     #[test]
     fn a_shard_keeps_only_its_hosts() {
         let specs = [spec("synth_busy", "cpu", None)];
