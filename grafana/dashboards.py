@@ -353,6 +353,7 @@ def host():
     # The exporter's fast job (`reveal`, 100 ms) and its slow one (`reveal-slow`, 15 s):
     # one host, two jobs (docs/metric-selection.md, "Two cadences").
     i = 'job=~"$job(-slow)?",instance="$instance"'
+    fast = 'job=~"$job",instance="$instance"'
     L = Layout()
     L.row("CPU")
     L.add(timeseries("CPU utilization", [
@@ -368,7 +369,9 @@ def host():
         (f"instance_cpu:reveal_cpu_interrupts:rate1s{{{i}}}", "cpu {{cpu}}"),
     ], unit="ops", description="Hardware interrupts handled per second; IRQ imbalance shows as a few hot CPUs."))
     L.add(timeseries("Softirqs by type", [
-        (f"sum by (type) (rate(reveal_cpu_softirqs_total{{{i}}}[$__rate_interval]))", "{{type}}"),
+        # The fast job only: it serves softirqs summed over the CPUs (deploy/selection-fast.yml),
+        # the slow job per CPU; over a long range $__rate_interval would add both.
+        (f"sum by (type) (rate(reveal_cpu_softirqs_total{{{fast}}}[$__rate_interval]))", "{{type}}"),
     ], unit="ops", stack=True))
     L.add(timeseries("Context switches and runnable tasks", [
         (f"instance:reveal_cpu_context_switches:rate1s{{{i}}}", "context switches/s"),

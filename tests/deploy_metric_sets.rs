@@ -189,6 +189,16 @@ fn the_fast_selection_keeps_what_the_analyzer_and_the_rules_read() {
     let mut checked = 0;
     for e in &exprs {
         for (name, matchers) in selectors(e) {
+            // A family the fast page serves summed (`sum:`) is read summed over those labels.
+            if let Some(over) = fast.sum_over(&name) {
+                let sums = over
+                    .iter()
+                    .all(|l| e.contains(&format!("sum without ({l}")));
+                assert!(
+                    sums,
+                    "{e} reads {name} per {over:?}, which the fast page sums"
+                );
+            }
             assert!(
                 fast_keeps(&fast, &name, &matchers),
                 "deploy/selection-fast.yml does not keep every series of {name}{matchers:?}, \

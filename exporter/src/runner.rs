@@ -124,6 +124,9 @@ pub struct Runner {
 /// slots a fast scrape runs.
 struct Fast {
     rules: HashMap<usize, Rule>,
+    /// Families the fast page serves summed over these labels (`sum:`); their per-device
+    /// series are the slow page's.
+    sums: HashMap<usize, Vec<&'static str>>,
     /// Per slot, in slot order: whether any of its collector's metrics is in the file.
     runs: Vec<bool>,
 }
@@ -134,6 +137,8 @@ struct Inner {
     /// The selection's rule per family (by [`key`]); `None` without a selection, which
     /// exposes everything. A family without a rule is not exposed.
     rules: Option<HashMap<usize, Rule>>,
+    /// Families `--metrics.selection` serves summed over these labels (`sum:`), on every page.
+    sums: HashMap<usize, Vec<&'static str>>,
     /// The `collector` label of each slot, built once for the self-metrics.
     names: Vec<Labels>,
     /// `reveal_exporter_build_info`'s labels.
@@ -190,9 +195,15 @@ impl Runner {
                 .filter_map(|d| sel.rule(d).map(|r| (key(d), r.clone())))
                 .collect()
         });
+        let sums = settings
+            .selection
+            .as_ref()
+            .map(|sel| sums_of(|d| sel.sum_over(d)))
+            .unwrap_or_default();
         let inner = Arc::new(Inner {
             slots: Mutex::new(slots),
             rules,
+            sums,
             names,
             build_info: reveal_schema::build::info_labels()
                 .iter()
@@ -232,7 +243,8 @@ impl Runner {
                     .any(|d| rules.contains_key(&key(d)))
             })
             .collect();
-        self.inner.fast.set(Fast { rules, runs }).is_ok()
+        let sums = sums_of(|d| fast.sum_over(d));
+        self.inner.fast.set(Fast { rules, sums, runs }).is_ok()
     }
 
     /// Whether [`Runner::set_fast`] was called: `cadence=` is served.
@@ -379,8 +391,9 @@ impl Inner {
         // The fast cadence's rules: `Fast` keeps what they keep, `Slow` the rest.
         let fast = match (scope.cadence, self.fast.get()) {
             (Cadence::All, _) | (_, None) => None,
-            (c, Some(f)) => Some((c, &f.rules)),
+            (c, Some(f)) => Some((c, f)),
         };
+        let mut summed: Vec<(Labels, f64)> = Vec::new();
         for (slot, _) in slots.iter().zip(&run).filter(|(_, r)| **r) {
             for fam in slot.scrape.families() {
                 let rule = match self.rules.as_ref().map(|rules| rules.get(&key(fam.desc))) {
@@ -388,14 +401,31 @@ impl Inner {
                     Some(None) => continue,
                     Some(Some(r)) => Some(r),
                 };
+                let k = key(fam.desc);
+                let fast_sum = fast.and_then(|(_, f)| f.sums.get(&k));
                 let cadence_rule = match fast {
                     None => None,
-                    Some((c, rules)) => match (c, rules.get(&key(fam.desc))) {
+                    // A family the fast page serves summed: the slow page has its series.
+                    Some((Cadence::Slow, _)) if fast_sum.is_some() => None,
+                    Some((c, f)) => match (c, f.rules.get(&k)) {
                         (Cadence::Fast, None) => continue,
                         (Cadence::Slow, Some(Rule::All)) => continue,
                         (c, r) => Some((c, r)),
                     },
                 };
+                let sum_over: Vec<&str> = self
+                    .sums
+                    .get(&k)
+                    .into_iter()
+                    .flatten()
+                    .chain(
+                        fast_sum
+                            .filter(|_| scope.cadence == Cadence::Fast)
+                            .into_iter()
+                            .flatten(),
+                    )
+                    .copied()
+                    .collect();
                 let keep = |s: &&crate::scrape::Sample| {
                     let selected = match rule {
                         Some(r) => r.keeps(&s.labels),
@@ -417,7 +447,12 @@ impl Inner {
                     .iter()
                     .filter(keep)
                     .map(|s| (&s.labels, s.value));
-                encode_family(encoder, fam.desc, samples)?;
+                if sum_over.is_empty() {
+                    encode_family(encoder, fam.desc, samples)?;
+                } else {
+                    sum_samples(samples, &sum_over, &mut summed);
+                    encode_summed(encoder, fam.desc, &summed)?;
+                }
             }
         }
         // The self-metrics are the slow cadence's: one job serves them, and the fast page
@@ -471,6 +506,58 @@ impl Inner {
             )?;
         }
         Ok(())
+    }
+}
+
+/// Per family (by [`key`]), the labels a selection's `sum:` sums its series over.
+fn sums_of<'a>(
+    sum_over: impl Fn(&Desc) -> Option<&'a [&'static str]>,
+) -> HashMap<usize, Vec<&'static str>> {
+    COLLECTORS
+        .iter()
+        .flat_map(|e| e.metrics.iter().copied())
+        .filter_map(|d| sum_over(d).map(|l| (key(d), l.to_vec())))
+        .collect()
+}
+
+/// Sums `samples` over the labels `over` into `out` (cleared first): one entry per value of
+/// the other labels, in the order each first appears. A family has few of them (softirqs:
+/// ten types), so they are found by a linear search.
+fn sum_samples<'a>(
+    samples: impl Iterator<Item = (&'a Labels, f64)>,
+    over: &[&str],
+    out: &mut Vec<(Labels, f64)>,
+) {
+    out.clear();
+    for (labels, value) in samples {
+        let rest = || labels.iter().filter(|(k, _)| !over.contains(k));
+        match out.iter_mut().find(|(l, _)| l.iter().eq(rest())) {
+            Some((_, v)) => *v += value,
+            None => out.push((rest().cloned().collect(), value)),
+        }
+    }
+}
+
+/// Encodes a family's summed series ([`sum_samples`]); summed over every label, one sample
+/// without a label set.
+fn encode_summed(
+    encoder: &mut DescriptorEncoder,
+    desc: &Desc,
+    summed: &[(Labels, f64)],
+) -> Result<(), std::fmt::Error> {
+    if summed.iter().all(|(l, _)| !l.is_empty()) {
+        return encode_family(encoder, desc, summed.iter().map(|(l, v)| (l, *v)));
+    }
+    let unit = pc_unit(desc.unit);
+    let kind = match desc.kind {
+        Kind::Counter => MetricType::Counter,
+        Kind::Gauge => MetricType::Gauge,
+    };
+    let me = encoder.encode_descriptor(desc.name, desc.help, unit.as_ref(), kind)?;
+    let value: f64 = summed.iter().map(|(_, v)| v).sum();
+    match desc.kind {
+        Kind::Counter => ConstCounter::new(value).encode(me),
+        Kind::Gauge => ConstGauge::new(value).encode(me),
     }
 }
 
@@ -742,6 +829,73 @@ mod tests {
         assert_eq!(split.len(), before, "no series on both pages");
         // process_* values move between renders, the series are the same.
         assert_eq!(split, whole);
+    }
+
+    #[test]
+    fn a_summed_family_is_served_summed_fast_and_per_cpu_slow() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/numa-2socket");
+        let settings = Settings {
+            paths: crate::paths::Paths::new(
+                std::path::Path::new(&format!("{root}/proc")),
+                std::path::Path::new(&format!("{root}/sys")),
+            ),
+            ..Settings::default()
+        };
+        let runner = Runner::new(&["softirqs", "stat"], &settings).unwrap();
+        let fast = crate::selection::Selection::parse(
+            "metrics:\n  - name: reveal_cpu_softirqs_total\n    sum: [cpu]\n",
+        )
+        .unwrap();
+        runner.set_fast(&fast);
+        let all = runner.render_as(Format::Text);
+        let per_cpu: Vec<&str> = samples(&all)
+            .into_iter()
+            .filter(|l| l.starts_with("reveal_cpu_softirqs_total{"))
+            .collect();
+        assert!(per_cpu.len() > 20, "{all}");
+        let page = runner.render_scoped(
+            Format::Text,
+            &Scope {
+                cadence: Cadence::Fast,
+                ..Scope::default()
+            },
+        );
+        assert_eq!(
+            runner.names_for(&Scope {
+                cadence: Cadence::Fast,
+                ..Scope::default()
+            }),
+            ["softirqs"]
+        );
+        let got = samples(&page);
+        // One series per type, the sum over the CPUs of the whole page's.
+        for line in &got {
+            assert!(
+                line.starts_with("reveal_cpu_softirqs_total{type=\""),
+                "{line}"
+            );
+            let ty = line.split('"').nth(1).unwrap();
+            let want: f64 = per_cpu
+                .iter()
+                .filter(|l| l.contains(&format!("type=\"{ty}\"")))
+                .map(|l| l.rsplit_once(' ').unwrap().1.parse::<f64>().unwrap())
+                .sum();
+            let v: f64 = line.rsplit_once(' ').unwrap().1.parse().unwrap();
+            assert_eq!(v, want, "{line}");
+        }
+        assert_eq!(got.len(), 10, "{page}");
+        let slow = runner.render_scoped(
+            Format::Text,
+            &Scope {
+                cadence: Cadence::Slow,
+                ..Scope::default()
+            },
+        );
+        let slow_softirqs = samples(&slow)
+            .into_iter()
+            .filter(|l| l.starts_with("reveal_cpu_softirqs_total{"))
+            .count();
+        assert_eq!(slow_softirqs, per_cpu.len(), "the per-CPU series are slow");
     }
 
     fn name_labels(line: &str) -> String {

@@ -51,6 +51,11 @@ impl Selection {
         self.inner.rule(&desc.sample_name())
     }
 
+    /// The labels the family's series are summed over (`sum:`), if the file says so.
+    pub fn sum_over(&self, desc: &Desc) -> Option<&[&'static str]> {
+        self.inner.sum_over(&desc.sample_name())
+    }
+
     /// The selected sample names, in file order.
     pub fn names(&self) -> &[String] {
         &self.names

@@ -8,6 +8,12 @@
 //!   - name: reveal_cpu_time_seconds_total      # only the series whose labels match
 //!     match: {mode: "user|system"}             # regexes, anchored at both ends
 //! ```
+//! An entry may also say `sum: [cpu]`: the metric's series are served summed over those
+//! labels (one series per value of the others) instead of one by one. As `--metrics.fast`
+//! (the exporter's 100 ms page) that is what the fast page serves, and the per-device series
+//! go to the slow page; a query that sums over the label anyway (`sum without (cpu) (…)`)
+//! reads the same either way.
+//!
 //! Names are sample names, as they appear in the exposition. Several entries for one name are
 //! alternatives (a series is kept if any matches). A name the exporter cannot emit (see
 //! [`crate::catalog`]: another version's metric, or a misspelt one) is not an error: it is
@@ -57,6 +63,8 @@ impl Rule {
 #[derive(Debug, Clone, Default)]
 pub struct Selection {
     entries: Vec<(&'static Metric, Rule)>,
+    /// Per metric, the labels its series are summed over (`sum:`), in file order.
+    sums: Vec<(&'static str, Vec<&'static str>)>,
     /// Names the exporter cannot emit, in file order, each once.
     unknown: Vec<String>,
 }
@@ -101,7 +109,21 @@ impl Selection {
         let mut unknown_seen = std::collections::HashSet::new();
         for entry in file.metrics {
             let metric = match entry.metric {
-                Named::Known(m) => m,
+                Named::Known(m) => {
+                    if let Some(labels) = entry.sum {
+                        match sel.sums.iter_mut().find(|(n, _)| *n == m.name) {
+                            Some((_, have)) if *have != labels => {
+                                return Err(serde::de::Error::custom(format!(
+                                    "{}: two different `sum` lists",
+                                    m.name
+                                )))
+                            }
+                            Some(_) => {}
+                            None => sel.sums.push((m.name, labels)),
+                        }
+                    }
+                    m
+                }
                 Named::Unknown(name) => {
                     if unknown_seen.insert(name.clone()) {
                         sel.unknown.push(name);
@@ -138,6 +160,14 @@ impl Selection {
             .map(|(_, r)| r)
     }
 
+    /// The labels a metric's series are summed over (`sum:`), if the file says so.
+    pub fn sum_over(&self, name: &str) -> Option<&[&'static str]> {
+        self.sums
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, l)| l.as_slice())
+    }
+
     /// The selected sample names, in file order.
     pub fn names(&self) -> impl Iterator<Item = &'static str> + '_ {
         self.entries.iter().map(|(m, _)| m.name)
@@ -166,6 +196,8 @@ struct Entry {
     /// `None` for every series; always `None` for an unknown metric (its patterns are checked,
     /// then dropped: they cannot match anything).
     matchers: Option<Vec<(&'static str, Regex)>>,
+    /// `sum:`, the labels to sum over (checked against a known metric's labels).
+    sum: Option<Vec<&'static str>>,
 }
 
 /// An entry's metric name, looked up in the catalog.
@@ -215,24 +247,46 @@ impl<'de> Visitor<'de> for EntryVisitor {
         Ok(Entry {
             metric: resolve(v.to_string()),
             matchers: None,
+            sum: None,
         })
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Entry, A::Error> {
         let mut metric = None;
         let mut raw: Option<HashMap<String, String>> = None;
+        let mut sum_raw: Option<Vec<String>> = None;
         while let Some(k) = map.next_key::<String>()? {
             match k.as_str() {
                 "name" => metric = Some(resolve(map.next_value::<String>()?)),
                 "match" => raw = Some(map.next_value()?),
-                other => return Err(de::Error::unknown_field(other, &["name", "match"])),
+                "sum" => sum_raw = Some(map.next_value()?),
+                other => return Err(de::Error::unknown_field(other, &["name", "match", "sum"])),
             }
         }
         let metric = metric.ok_or_else(|| de::Error::missing_field("name"))?;
+        let sum = match (&metric, sum_raw) {
+            (Named::Known(known), Some(labels)) => {
+                let mut out = Vec::new();
+                for label in labels {
+                    let l = known.labels.iter().find(|l| **l == label).ok_or_else(|| {
+                        <A::Error as de::Error>::custom(format!(
+                            "sum: {} has no label {label:?} (labels: {:?})",
+                            known.name,
+                            known.labels,
+                            label = Excerpt(&label)
+                        ))
+                    })?;
+                    out.push(*l);
+                }
+                Some(out)
+            }
+            _ => None,
+        };
         let Some(raw) = raw else {
             return Ok(Entry {
                 metric,
                 matchers: None,
+                sum,
             });
         };
         let mut raw: Vec<_> = raw.into_iter().collect();
@@ -262,7 +316,11 @@ impl<'de> Visitor<'de> for EntryVisitor {
             Named::Known(_) => Some(m),
             Named::Unknown(_) => None,
         };
-        Ok(Entry { metric, matchers })
+        Ok(Entry {
+            metric,
+            matchers,
+            sum,
+        })
     }
 }
 
@@ -274,6 +332,28 @@ pub const MAX_PATTERN_LEN: usize = 4096;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sum_names_labels_of_the_metric() {
+        let sel = Selection::parse(
+            "metrics:\n  - name: reveal_cpu_softirqs_total\n    sum: [cpu]\n  \
+             - reveal_cpu_time_seconds_total\n",
+        )
+        .unwrap();
+        assert_eq!(
+            sel.sum_over("reveal_cpu_softirqs_total"),
+            Some(&["cpu"][..])
+        );
+        assert_eq!(sel.sum_over("reveal_cpu_time_seconds_total"), None);
+        assert!(sel.wants("reveal_cpu_softirqs_total"));
+        let (_, e) = refusal("metrics:\n  - name: reveal_cpu_softirqs_total\n    sum: [gpu]\n");
+        assert!(e.contains("has no label \"gpu\""), "{e}");
+        let (_, e) = refusal(
+            "metrics:\n  - name: reveal_cpu_softirqs_total\n    sum: [cpu]\n  \
+             - name: reveal_cpu_softirqs_total\n    sum: [type]\n",
+        );
+        assert!(e.contains("two different `sum` lists"), "{e}");
+    }
 
     #[test]
     fn an_overlong_pattern_is_refused_before_it_is_compiled() {
