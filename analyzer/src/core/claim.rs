@@ -1,10 +1,10 @@
-//! Plain-language claims from evidence, as in the paper's table 4:
-//! "CPU frequency (cpu 3) shows a lower lag-1 autocorrelation than its
-//! baseline (z = −5.2): its samples follow each other less closely."
-//!
-//! A claim is a template over three facts: what the channel is (a table of
-//! the exporter's main metrics, and a readable fallback from any metric
-//! name), what the feature means and which way it moved, and how far (z).
+//! Plain-language claims from evidence, one wording for alerts, `replay` and `analyze`
+//! ([`evidence`]): "reveal_cpu_frequency_hertz{cpu="3"} (cpu): lag-1 autocorrelation lower
+//! than its baseline (z = -5.2)" — which series, its subsystem, what of it moved and which
+//! way, and how far (z), as the paper's table 4 states evidence. [`describe_channel`] names
+//! a channel in words (a table of the exporter's main metrics, and a readable fallback from
+//! any metric name) where a sentence speaks of hosts rather than series (the cross-host
+//! comparison).
 
 /// Human name of a metric, optionally only for one label value.
 struct Metric {
@@ -150,7 +150,9 @@ const METRICS: &[Metric] = &[
 /// Labels that identify hardware redundantly or at length; left out of qualifiers.
 const QUIET_LABELS: &[&str] = &["uuid", "model", "pci_bus_id", "chip"];
 
+use crate::core::features::Feature;
 pub use crate::core::labels::parse_channel;
+use crate::core::matrix::Subsystem;
 
 /// A readable description of a channel: "CPU user time (cpu 3)".
 pub fn describe_channel(channel: &str) -> String {
@@ -216,112 +218,47 @@ fn fallback_name(name: &str) -> String {
         .join(" ")
 }
 
-/// What a feature measures, and what a move up or down means.
-struct FeatureWords {
-    noun: &'static str,
-    up: &'static str,
-    down: &'static str,
+/// What moved and how far: "mean level higher than its baseline (z = 6.1)"; for a family
+/// channel, which view of the family it is comes first ("one device apart from the others,
+/// mean level …").
+pub fn movement(channel: &str, feature: Feature, z: f64) -> String {
+    let dir = if z >= 0.0 { "higher" } else { "lower" };
+    let what = match crate::core::families::family_stat(channel) {
+        Some((_, stat)) => format!("{}, {}", stat.describe(), feature.meaning()),
+        None => feature.meaning().to_string(),
+    };
+    format!("{what} {dir} than its baseline (z = {z:.1})")
 }
 
-fn feature_words(feature: &str) -> Option<FeatureWords> {
-    let w = |noun, up, down| Some(FeatureWords { noun, up, down });
-    let name = feature.strip_prefix("value__").unwrap_or(feature);
-    // tsfresh appends the lag selection to the ADF name: `…__autolag_"AIC"`.
-    let name = name.split("__autolag_").next().unwrap_or(name);
-    match name {
-        "mean" => w("mean level", "", ""),
-        "variance" => w(
-            "within-window variance",
-            ": it fluctuates more than usual",
-            ": it is steadier than usual",
-        ),
-        "standard_deviation" => w(
-            "standard deviation",
-            ": it fluctuates more than usual",
-            ": it is steadier than usual",
-        ),
-        "minimum" => w("minimum", "", ": a dip within the window"),
-        "maximum" => w("maximum", ": a spike within the window", ""),
-        "skewness" => w(
-            "skewness",
-            ": more of its mass sits in high excursions",
-            ": more of its mass sits in low excursions",
-        ),
-        "kurtosis" => w(
-            "kurtosis",
-            ": rarer, larger excursions",
-            ": flatter, fewer excursions",
-        ),
-        "linear_trend__attr_\"slope\"" => w(
-            "trend",
-            ": it rises faster within the window",
-            ": it falls faster within the window",
-        ),
-        "linear_trend__attr_\"intercept\"" => w("starting level", "", ""),
-        "linear_trend__attr_\"rvalue\"" => w("trend correlation", "", ""),
-        "autocorrelation__lag_1" => w(
-            "lag-1 autocorrelation",
-            ": its samples follow each other more closely",
-            ": its samples follow each other less closely",
-        ),
-        "augmented_dickey_fuller__attr_\"teststat\"" => w(
-            "stationarity statistic (ADF)",
-            ": it drifts more than usual",
-            ": it reverts to its level faster than usual",
-        ),
-        "augmented_dickey_fuller__attr_\"pvalue\"" => w(
-            "stationarity p-value (ADF)",
-            ": it drifts more than usual",
-            ": it reverts to its level more surely than usual",
-        ),
-        "mean_abs_change" => w(
-            "mean absolute change",
-            ": it jumps more from step to step",
-            ": it moves less from step to step",
-        ),
-        "sum_values" => w("event count", ": a burst", ""),
-        _ => None,
-    }
+/// The words of one piece of evidence, the same in an alert, in `replay` and in `analyze`:
+/// "reveal_cpu_time_seconds_total{cpu="0",mode="user"} (cpu): mean level higher than its
+/// baseline (z = 6.1)" — the channel as the series is named (a user can query it), its
+/// subsystem, then [`movement`].
+pub fn evidence(channel: &str, subsystem: Subsystem, feature: Feature, z: f64) -> String {
+    format!(
+        "{channel} ({}): {}",
+        subsystem.as_str(),
+        movement(channel, feature, z)
+    )
 }
 
-/// "CPU user time (cpu 3) shows a higher within-window variance than its
-/// baseline (z = 4.1): it fluctuates more than usual."
-pub fn claim(channel: &str, feature: &str, z: f64) -> String {
-    let who = capitalize(&describe_channel(channel));
-    let higher = z >= 0.0;
-    let dir = if higher { "higher" } else { "lower" };
-    let z_text = format!("z = {}", format_z(z));
-    match feature_words(feature) {
-        Some(words) => {
-            let tail = if higher { words.up } else { words.down };
-            format!(
-                "{who} shows a {dir} {} than its baseline ({z_text}){tail}.",
-                words.noun
-            )
-        }
-        None => format!("{who} shows a {dir} {feature} than its baseline ({z_text})."),
-    }
-}
-
-/// One decimal, a true minus sign, and no "−0.0".
-fn format_z(z: f64) -> String {
-    if !z.is_finite() {
-        return "n/a".to_string();
-    }
-    let r = (z * 10.0).round() / 10.0;
-    if r < 0.0 {
-        format!("−{:.1}", -r)
-    } else {
-        format!("{:.1}", r.abs())
-    }
-}
-
-fn capitalize(s: &str) -> String {
-    let mut c = s.chars();
-    match c.next() {
-        Some(f) => f.to_uppercase().chain(c).collect(),
-        None => String::new(),
-    }
+/// Evidence on a device family's channel, naming the device behind it and where it stood
+/// against its siblings (`sentence`, from [`crate::core::families`]): "nvme3n1 (storage):
+/// 92 % busy while its 7 siblings are at 2 %; one device apart from the others, mean level
+/// higher than its baseline (z = 9.1)".
+pub fn device_evidence(
+    device: &str,
+    subsystem: Subsystem,
+    sentence: &str,
+    family_channel: &str,
+    feature: Feature,
+    z: f64,
+) -> String {
+    format!(
+        "{device} ({}): {sentence}; {}",
+        subsystem.as_str(),
+        movement(family_channel, feature, z)
+    )
 }
 
 #[cfg(test)]
@@ -329,53 +266,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn table_four_style_claims() {
+    fn evidence_names_the_series_its_subsystem_what_moved_and_how_far() {
         assert_eq!(
-            claim(
+            evidence(
                 "reveal_cpu_frequency_hertz{cpu=\"3\"}",
-                "value__autocorrelation__lag_1",
+                Subsystem::Cpu,
+                Feature::AutocorrelationLag1,
                 -5.21
             ),
-            "CPU frequency (cpu 3) shows a lower lag-1 autocorrelation than its baseline \
-             (z = −5.2): its samples follow each other less closely."
+            "reveal_cpu_frequency_hertz{cpu=\"3\"} (cpu): lag-1 autocorrelation lower than its \
+             baseline (z = -5.2)"
         );
         assert_eq!(
-            claim(
-                "reveal_cpu_time_seconds_total{cpu=\"0\",mode=\"user\"}",
-                "value__variance",
-                4.06
+            device_evidence(
+                "reveal_storage_io_time_seconds_total{device=\"nvme3n1\"}",
+                Subsystem::Storage,
+                "92 % busy while its 7 siblings are at 2 %",
+                "reveal_storage_io_time_seconds_total:family_max",
+                Feature::Mean,
+                9.06
             ),
-            "CPU user time (cpu 0) shows a higher within-window variance than its baseline \
-             (z = 4.1): it fluctuates more than usual."
-        );
-        assert_eq!(
-            claim("reveal_storage_read_bytes_total{device=\"nvme0n1\"}", "value__maximum", 7.0),
-            "Disk read volume (device nvme0n1) shows a higher maximum than its baseline (z = 7.0): \
-             a spike within the window."
-        );
-    }
-
-    #[test]
-    fn tsfresh_adf_name_with_autolag() {
-        let c = claim(
-            "reveal_cpu_procs_running",
-            "value__augmented_dickey_fuller__attr_\"teststat\"__autolag_\"AIC\"",
-            3.0,
-        );
-        assert_eq!(
-            c,
-            "Runnable tasks shows a higher stationarity statistic (ADF) than its baseline \
-             (z = 3.0): it drifts more than usual."
-        );
-        let c = claim(
-            "reveal_cpu_procs_running",
-            "value__augmented_dickey_fuller__attr_\"pvalue\"__autolag_\"AIC\"",
-            -2.5,
-        );
-        assert_eq!(
-            c,
-            "Runnable tasks shows a lower stationarity p-value (ADF) than its baseline \
-             (z = −2.5): it reverts to its level more surely than usual."
+            "reveal_storage_io_time_seconds_total{device=\"nvme3n1\"} (storage): 92 % busy while \
+             its 7 siblings are at 2 %; mean level higher than its baseline (z = 9.1)"
         );
     }
 
@@ -388,11 +300,6 @@ mod tests {
         assert_eq!(
             describe_channel("reveal_gpu_clock_hertz{clock=\"sm\",gpu=\"0\",uuid=\"GPU-1\"}"),
             "GPU clock (clock sm, gpu 0)"
-        );
-        assert_eq!(
-            claim("node_load1", "value__c3", -0.04),
-            "Node load1 shows a lower value__c3 than its baseline (z = −0.0)."
-                .replace("−0.0", "0.0")
         );
     }
 
@@ -410,15 +317,16 @@ mod tests {
             "{{{\"\"}}}",
         ] {
             let _ = describe_channel(s);
-            let _ = claim(s, s, f64::NAN);
+            let _ = evidence(s, Subsystem::Cpu, Feature::Mean, f64::NAN);
         }
         assert_eq!(parse_channel("m{a=\"x\\\"y\",b=\"2\"}").1.len(), 2);
     }
 
     proptest::proptest! {
         #[test]
-        fn any_channel_text_is_described_without_panic(s in "\\PC*", f in "\\PC*", z in proptest::num::f64::ANY) {
-            let _ = claim(&s, &f, z);
+        fn any_channel_text_is_described_without_panic(s in "\\PC*", z in proptest::num::f64::ANY) {
+            let _ = evidence(&s, Subsystem::Memory, Feature::Maximum, z);
+            let _ = describe_channel(&s);
             let (name, labels) = parse_channel(&s);
             proptest::prop_assert!(s.contains(name) || labels.is_empty());
         }

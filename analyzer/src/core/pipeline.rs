@@ -395,15 +395,17 @@ fn evidence(
                 claim: String::new(),
             });
             e.detectors.push(d.name().to_string());
-            if a.contribution > e.contribution {
-                e.contribution = a.contribution;
+            e.contribution = e.contribution.max(a.contribution);
+            // The z a claim states is the largest any flagging detector gives the feature,
+            // as the service states it (`online::engine::verdict`).
+            if a.z.abs() > e.z.abs() {
                 e.z = a.z;
             }
         }
     }
     let mut ev: Vec<Evidence> = by_col.into_values().collect();
     for e in &mut ev {
-        e.claim = claim(&e.channel, e.feature, e.value, e.baseline, e.z);
+        e.claim = claim(&e.channel, e.subsystem, e.feature, e.value, e.baseline, e.z);
     }
     ev.sort_by(|a, b| {
         (b.detectors.len(), b.contribution)
@@ -417,8 +419,20 @@ fn evidence(
 /// Evidence on a family channel names the device behind it: its channel becomes the device's,
 /// and its claim says where the device stood against its siblings in the window.
 fn name_device(folded: &Folded, e: &mut Evidence, start_ms: i64, end_ms: i64) {
+    let named = |e: &Evidence, device: &str, sentence: &str| {
+        claims::device_claim(
+            device,
+            e.subsystem,
+            sentence,
+            &e.channel,
+            e.feature,
+            e.value,
+            e.baseline,
+            e.z,
+        )
+    };
     if let Some((channel, sentence)) = folded.missing(&e.channel, start_ms, end_ms) {
-        e.claim = format!("{sentence}: {}", e.claim);
+        e.claim = named(e, &channel, &sentence);
         e.channel = channel;
         return;
     }
@@ -434,7 +448,7 @@ fn name_device(folded: &Folded, e: &mut Evidence, start_ms: i64, end_ms: i64) {
         .iter()
         .find(|c| c.name == view.channel)
         .is_some_and(|c| c.per_second);
-    e.claim = format!("{}: {}", view.sentence(&metric, per_second), e.claim);
+    e.claim = named(e, &view.channel, &view.sentence(&metric, per_second));
     e.channel = view.channel;
 }
 

@@ -1,16 +1,51 @@
-//! Claims for the offline report: the shared template of [`crate::core::claim`] (what the
-//! channel is, which way the feature moved and what that means, z), plus the size against
-//! the baseline that the report has at hand (paper table 4: "exceeds the baseline
-//! reference").
+//! Claims for the offline report: the words an alert uses for the same evidence
+//! ([`crate::core::claim::evidence`]), plus the size against the baseline that the report has
+//! at hand (paper table 4: "exceeds the baseline reference").
 
 use crate::core::features::Feature;
+use crate::core::matrix::Subsystem;
 
-/// "CPU user time (cpu 3) shows a higher within-window variance than its baseline
-/// (z = 6.2): it fluctuates more than usual. 0.21 in this window, baseline 0.03."
-pub fn claim(channel: &str, feature: Feature, value: f64, baseline: f64, z: f64) -> String {
+/// "reveal_cpu_time_seconds_total{cpu="3",mode="user"} (cpu): within-window variance higher
+/// than its baseline (z = 6.2). 0.21 in this window, baseline 0.03."
+pub fn claim(
+    channel: &str,
+    subsystem: Subsystem,
+    feature: Feature,
+    value: f64,
+    baseline: f64,
+    z: f64,
+) -> String {
     format!(
-        "{} {} in this window, baseline {}.",
-        crate::core::claim::claim(channel, &feature.tsfresh_name(), z),
+        "{}. {} in this window, baseline {}.",
+        crate::core::claim::evidence(channel, subsystem, feature, z),
+        num(value),
+        num(baseline)
+    )
+}
+
+/// [`claim`] of evidence on a device family's channel, naming the device
+/// ([`crate::core::claim::device_evidence`]).
+#[allow(clippy::too_many_arguments)]
+pub fn device_claim(
+    device: &str,
+    subsystem: Subsystem,
+    sentence: &str,
+    family_channel: &str,
+    feature: Feature,
+    value: f64,
+    baseline: f64,
+    z: f64,
+) -> String {
+    format!(
+        "{}. {} in this window, baseline {}.",
+        crate::core::claim::device_evidence(
+            device,
+            subsystem,
+            sentence,
+            family_channel,
+            feature,
+            z
+        ),
         num(value),
         num(baseline)
     )
@@ -43,14 +78,16 @@ mod tests {
     fn claims_carry_size_against_baseline() {
         let c = claim(
             "reveal_storage_read_bytes_total{device=\"sda\"}",
+            Subsystem::Storage,
             Feature::Maximum,
             2.5e7,
             1200.0,
             9.0,
         );
-        assert!(
-            c.contains("higher maximum") && c.ends_with("2.50e7 in this window, baseline 1200."),
-            "{c}"
+        assert_eq!(
+            c,
+            "reveal_storage_read_bytes_total{device=\"sda\"} (storage): maximum higher than its \
+             baseline (z = 9.0). 2.50e7 in this window, baseline 1200."
         );
         assert_eq!(num(f64::NAN), "n/a");
         assert_eq!(num(-0.0001), "-1.00e-4");

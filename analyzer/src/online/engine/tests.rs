@@ -405,6 +405,27 @@ fn the_service_and_analyze_flag_the_same_windows_of_one_recording() {
         "the burst is flagged"
     );
     assert_eq!(online, analyzed);
+    // The same words for the same evidence: every claim the service makes for a flagged
+    // window is, word for word, the start of a claim `analyze` makes for it (which adds the
+    // value against the baseline).
+    let mut compared = 0;
+    for x in scored(&out).iter().filter(|x| x.agreement >= 1) {
+        let f = offline
+            .flagged
+            .iter()
+            .find(|f| f.end_ms == x.end_ms)
+            .unwrap();
+        for (_, claim) in &x.claims {
+            let said = format!("{claim}. ");
+            assert!(
+                f.evidence.iter().any(|e| e.claim.starts_with(&said)),
+                "the service says {claim:?}; analyze: {:?}",
+                f.evidence.iter().map(|e| &e.claim).collect::<Vec<_>>()
+            );
+            compared += 1;
+        }
+    }
+    assert!(compared > 0);
 }
 
 #[test]

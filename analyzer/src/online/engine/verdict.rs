@@ -110,7 +110,14 @@ pub(super) fn score_window(
             layout.get(*j).map(|c| {
                 let (text, device) = match namer(&c.channel, *z >= 0.0) {
                     Some((device, sentence)) => (
-                        format!("{device} ({}): {sentence}; {}", c.subsystem, plain(c, *z)),
+                        crate::core::claim::device_evidence(
+                            &device,
+                            c.subsystem,
+                            &sentence,
+                            &c.channel,
+                            c.feature,
+                            *z,
+                        ),
                         Some(device),
                     ),
                     None => (claim(c, *z), None),
@@ -153,18 +160,7 @@ pub(super) fn score_window(
     }
 }
 
-/// "reveal_cpu_time_seconds_total{cpu="0",mode="user"}: mean level higher than its baseline (z = 6.1)".
+/// The evidence's words ([`crate::core::claim::evidence`], shared with `analyze`).
 fn claim(c: &Col, z: f64) -> String {
-    format!("{} ({}): {}", c.channel, c.subsystem, plain(c, z))
-}
-
-/// "mean level higher than its baseline (z = 6.1)"; for a family channel, which view of the
-/// family it is first ("one device apart from the others: mean level …").
-fn plain(c: &Col, z: f64) -> String {
-    let dir = if z >= 0.0 { "higher" } else { "lower" };
-    let what = match crate::core::families::family_stat(&c.channel) {
-        Some((_, stat)) => format!("{}, {}", stat.describe(), c.feature.meaning()),
-        None => c.feature.meaning().to_string(),
-    };
-    format!("{what} {dir} than its baseline (z = {z:.1})")
+    crate::core::claim::evidence(&c.channel, c.subsystem, c.feature, z)
 }
