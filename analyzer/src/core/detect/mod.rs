@@ -42,7 +42,6 @@
 //! assert_eq!(model.attribute(spike.view(), 1)[0].feature, 0);
 //! ```
 
-pub mod agreement;
 pub mod error;
 pub mod iforest;
 pub(crate) mod linalg;
@@ -56,7 +55,6 @@ pub mod zscore;
 use ndarray::{Array1, ArrayView1, ArrayView2};
 use serde::{Deserialize, Serialize};
 
-pub use agreement::{Agreement, Severity};
 pub use error::{DetectError, ParamError};
 pub use set::{floors_for, DetectorsConfig};
 
