@@ -153,11 +153,15 @@ fn steps(task: &Task) -> Vec<Step> {
     }
 }
 
+/// The checkout the tasks run in: `cargo run` tells the binary where its package is (the
+/// path compiled in can be another checkout's that shared the target directory).
 fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    manifest_dir
         .parent()
-        .expect("xtask/ has a parent")
-        .to_path_buf()
+        .map_or_else(|| Path::new(".").to_path_buf(), Path::to_path_buf)
 }
 
 /// Runs one step from the workspace root; Ok when it exits 0.
