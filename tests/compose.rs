@@ -176,6 +176,36 @@ fn exporter_sees_the_host() {
         quickstart.contains("--metrics.selection=\"$ROOT/deploy/selection.yml\""),
         "the quick start's exporter does not read deploy/selection.yml"
     );
+    // Two cadences: the fast series of deploy/selection-fast.yml, here and in the quick start,
+    // scraped as rules/prometheus.yml's two jobs of one target.
+    let fast = flag(&cmd, "--metrics.fast").expect("--metrics.fast");
+    assert_eq!(
+        host_path(e, &fast),
+        root().join("deploy/selection-fast.yml")
+    );
+    assert!(
+        quickstart.contains("--metrics.fast=\"$ROOT/deploy/selection-fast.yml\""),
+        "the quick start's exporter does not read deploy/selection-fast.yml"
+    );
+    let prom = yaml("rules/prometheus.yml");
+    let job = |name: &str| {
+        prom["scrape_configs"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .find(|j| j["job_name"].as_str() == Some(name))
+            .unwrap_or_else(|| panic!("no job {name} in rules/prometheus.yml"))
+            .clone()
+    };
+    let (f, s) = (job("reveal"), job("reveal-slow"));
+    assert_eq!(strings(&f["params"]["cadence"]), ["fast"]);
+    assert_eq!(strings(&s["params"]["cadence"]), ["slow"]);
+    assert_eq!(f["scrape_interval"].as_str(), Some("100ms"));
+    assert_eq!(s["scrape_interval"].as_str(), Some("15s"));
+    assert_eq!(
+        f["static_configs"], s["static_configs"],
+        "both jobs scrape the same target, so a host is one instance"
+    );
 }
 
 #[test]
