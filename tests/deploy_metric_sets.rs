@@ -252,3 +252,27 @@ fn selectors_are_read_from_promql() {
     );
     assert_eq!(got[0].1, [("cpu".to_string(), "1|2".to_string())]);
 }
+
+/// What `--metrics.fast` names is served at all: `deploy/selection.yml` (what `prune` writes,
+/// the stack's `--metrics.selection`) keeps every series of each metric of
+/// `deploy/selection-fast.yml`, or the fast page would lack it without a word.
+#[test]
+fn the_selection_serves_every_fast_metric_whole() {
+    let load = |rel: &str| {
+        reveal_schema::selection::Selection::load(&root().join(rel))
+            .unwrap_or_else(|e| panic!("{rel}: {e}"))
+    };
+    let (sel, fast) = (
+        load("deploy/selection.yml"),
+        load("deploy/selection-fast.yml"),
+    );
+    let missing: Vec<&str> = fast
+        .names()
+        .filter(|n| !matches!(sel.rule(n), Some(reveal_schema::selection::Rule::All)))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "deploy/selection.yml does not keep every series of {missing:?}, which \
+         deploy/selection-fast.yml serves at 100 ms"
+    );
+}
