@@ -371,7 +371,10 @@ spawn bg-disk "$OUT/background-disk.log" "$BASH" "$SELF" __bg bg_disk
 
 # ---- 3. exporter, Prometheus, and per analyzer: Alertmanager, receiver Prometheus ------------------------
 
-spawn exporter "$OUT/exporter.log" "$EXPORTER" --web.listen-address="127.0.0.1:$EXPORTER_PORT"
+# The stack's two cadences (rules/prometheus.yml scrapes ?cadence=fast every 100 ms and
+# ?cadence=slow every 15 s): the exporter needs the fast page's selection.
+spawn exporter "$OUT/exporter.log" "$EXPORTER" --web.listen-address="127.0.0.1:$EXPORTER_PORT" \
+  --metrics.fast="$ROOT/deploy/selection-fast.yml"
 EXPORTER_PID=$LAST_PID
 AM_TARGETS=""; A_TARGETS=""
 for ((i = 0; i < NA; i++)); do

@@ -77,12 +77,14 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 EP=$(free_port)
 PP=$(free_port)
 
-# The stack's scrape job for the exporter (interval, timeout), pointed at this run's port.
+# The stack's 100 ms scrape job for the exporter (interval, timeout), pointed at this run's port.
 python3 - "$ROOT/rules/prometheus.yml" "127.0.0.1:$EP" >"$TMP/prometheus.yml" <<'PY'
 import sys, yaml
 conf = yaml.safe_load(open(sys.argv[1]))
 job = next(j for j in conf["scrape_configs"] if j["job_name"] == "reveal")
 job["static_configs"] = [{"targets": [sys.argv[2]]}]
+# Every series at 100 ms: this exporter serves one page (no --metrics.fast).
+job.pop("params", None)
 yaml.safe_dump({"global": conf["global"], "scrape_configs": [job]}, sys.stdout)
 PY
 

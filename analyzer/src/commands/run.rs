@@ -560,8 +560,10 @@ impl Service {
                 tracing::warn!(
                     baseline_windows = st.baseline_windows,
                     "warming up, but the source returned no series for the newest windows: is \
-                     the newest data queryable? (VictoriaMetrics hides the last 30 s unless \
-                     started with -search.latencyOffset=1s; or raise analysis.delay)"
+                     the exporter scraped (`up` of its job is 1; a scrape of ?cadence=fast needs \
+                     the exporter's --metrics.fast), and is the newest data queryable? \
+                     (VictoriaMetrics hides the last 30 s unless started with \
+                     -search.latencyOffset=1s; or raise analysis.delay)"
                 );
             } else {
                 tracing::info!(
