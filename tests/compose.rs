@@ -227,6 +227,13 @@ fn systemd_units_grant_the_documented_capabilities() {
         unit.contains("--path.procfs") || !unit.contains("/host/"),
         "unit reads another root without saying so"
     );
+    // rules/prometheus.yml scrapes ?cadence=fast and ?cadence=slow, which need --metrics.fast,
+    // from the file the unit's install steps put there.
+    assert!(
+        unit.contains("--metrics.fast=/etc/reveal/selection-fast.yml")
+            && unit.contains("deploy/selection-fast.yml /etc/reveal/selection-fast.yml"),
+        "the exporter's unit does not serve the two cadences rules/prometheus.yml scrapes"
+    );
     let analyzer =
         std::fs::read_to_string(root().join("deploy/systemd/reveal-analyzer.service")).unwrap();
     assert!(analyzer.contains("--config.file=/etc/reveal/analyzer.yml"));
