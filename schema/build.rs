@@ -1,9 +1,12 @@
 //! Build facts for both binaries' `*_build_info` and `--version` (`reveal_schema::build`):
 //! the git revision and the compiler's version.
 //!
-//! A build from a tarball (no `.git`, or no `git`) gets the revision "unknown". Inside a
-//! repository the script runs again only when `HEAD` or the branch it points to moves, not on
-//! every build.
+//! A build from a tarball (no `.git`, or no `git`) gets the revision "unknown". A release
+//! build inside a repository takes its commit, and the script runs again only when `HEAD` or
+//! the branch it points to moves, not on every build. Any other profile (the tests', `cargo
+//! build`'s) says "debug" and never reads git: this crate is below every other, and a revision
+//! that moved with each commit rebuilt the whole workspace and its tests on every commit.
+//! `REVEAL_REVISION` set at build time wins in every profile.
 
 use std::process::Command;
 
@@ -19,12 +22,22 @@ fn git(args: &[&str]) -> Option<String> {
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed=REVEAL_REVISION");
+    let given = std::env::var("REVEAL_REVISION")
+        .ok()
+        .filter(|s| !s.is_empty());
+    if std::env::var("PROFILE").as_deref() != Ok("release") {
+        println!(
+            "cargo:rustc-env=REVEAL_REVISION={}",
+            given.as_deref().unwrap_or("debug")
+        );
+        println!("cargo:rustc-env=REVEAL_BRANCH=");
+        println!("cargo:rustc-env=REVEAL_RUSTVERSION={}", rustversion());
+        return;
+    }
     // Only this repository's commit: a tarball unpacked inside another git checkout must not
     // take that checkout's (build.rs is tracked here, not there).
     let ours = git(&["ls-files", "--error-unmatch", "build.rs"]).is_some();
-    let revision = std::env::var("REVEAL_REVISION")
-        .ok()
-        .filter(|s| !s.is_empty())
+    let revision = given
         .or_else(|| {
             ours.then(|| git(&["rev-parse", "--short=12", "HEAD"]))
                 .flatten()

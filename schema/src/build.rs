@@ -3,9 +3,10 @@
 
 /// The workspace version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
-/// The git commit (12 hex digits), or "unknown" for a build outside a repository; the
-/// environment variable `REVEAL_REVISION` at build time overrides it (a build from a tarball
-/// that knows its commit).
+/// The git commit (12 hex digits) of a release build, "unknown" for one outside a
+/// repository, "debug" for a build of any other profile (the tests'); the environment
+/// variable `REVEAL_REVISION` at build time overrides it (a build from a tarball that knows
+/// its commit).
 pub const REVISION: &str = env!("REVEAL_REVISION");
 /// The git branch built from; empty when unknown or on a detached HEAD.
 pub const BRANCH: &str = env!("REVEAL_BRANCH");
