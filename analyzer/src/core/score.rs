@@ -11,7 +11,7 @@ use crate::core::hold::Hold;
 
 /// One window's scores.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Verdict {
+pub struct WindowScores {
     /// Per detector, in the fitted order: its name and its score relative to its bars
     /// (`reveal_anomaly_score`); above 1, the detector flags the window.
     pub scores: Vec<(&'static str, f64)>,
@@ -19,7 +19,7 @@ pub struct Verdict {
     pub flagging: Vec<usize>,
 }
 
-impl Verdict {
+impl WindowScores {
     /// How many detectors flag the window.
     pub fn agreement(&self) -> u32 {
         self.flagging.len() as u32
@@ -47,7 +47,7 @@ impl Scorer {
     /// Scores the window ending at `end_ms` (features `x`, as many as the models take) with
     /// `f`. Windows must come in time order; one that does not follow the last by one stride
     /// starts the held scores afresh.
-    pub fn score(&mut self, f: &Fitted, end_ms: i64, x: ArrayView1<f64>) -> Verdict {
+    pub fn score(&mut self, f: &Fitted, end_ms: i64, x: ArrayView1<f64>) -> WindowScores {
         if f.hold != self.hold_len {
             self.hold = Hold::new(f.hold, self.stride_ms);
             self.hold_len = f.hold;
@@ -71,7 +71,7 @@ impl Scorer {
             }
             scores.push((c.model.name(), r));
         }
-        Verdict { scores, flagging }
+        WindowScores { scores, flagging }
     }
 }
 
@@ -131,7 +131,7 @@ mod tests {
             .position(|c| c.model.name() == "zscore")
             .unwrap();
         let mut sc = Scorer::new(1000);
-        let verdicts: Vec<Verdict> = (1..=10)
+        let verdicts: Vec<WindowScores> = (1..=10)
             .map(|k| sc.score(&f, k * 1000, shifted.view()))
             .collect();
         assert!(
