@@ -101,6 +101,8 @@ fn key(desc: &Desc) -> usize {
 
 struct Slot {
     collector: Box<dyn Collector>,
+    /// Every family the collector can emit (its row of the collector table).
+    metrics: &'static [&'static Desc],
     scrape: Scrape,
     success: bool,
     duration: f64,
@@ -172,6 +174,7 @@ impl Runner {
             }
             slots.push(Slot {
                 collector: (e.new)(settings),
+                metrics: e.metrics,
                 scrape: Scrape::new(),
                 success: false,
                 duration: 0.0,
@@ -379,6 +382,23 @@ impl Inner {
         }
     }
 
+    /// Whether a page of `scope` can serve any series of `desc`: the selection has a rule for
+    /// it, and the cadence's page has some of its series (the fast page what `--metrics.fast`
+    /// keeps or sums, the slow page the rest). The encode below filters sample by sample.
+    fn serves(&self, desc: &Desc, scope: &Scope) -> bool {
+        let k = key(desc);
+        if self.rules.as_ref().is_some_and(|r| !r.contains_key(&k)) {
+            return false;
+        }
+        match (scope.cadence, self.fast.get()) {
+            (Cadence::Fast, Some(f)) => f.rules.contains_key(&k),
+            (Cadence::Slow, Some(f)) => {
+                f.sums.contains_key(&k) || !matches!(f.rules.get(&k), Some(Rule::All))
+            }
+            _ => true,
+        }
+    }
+
     /// Runs the collectors of the scope being rendered, then writes their families and
     /// (but for the fast cadence) the self-metrics.
     fn encode(&self, encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
@@ -387,6 +407,12 @@ impl Inner {
         let run: Vec<bool> = (0..slots.len())
             .map(|i| self.runs(&slots, i, &scope))
             .collect();
+        // What the page leaves out is not pushed (and may not be read) by the collectors.
+        for slot in slots.iter_mut() {
+            let metrics = slot.metrics;
+            slot.scrape
+                .skip_only(metrics.iter().copied().filter(|d| !self.serves(d, &scope)));
+        }
         Runner::update_all(&mut slots, &run);
         // The fast cadence's rules: `Fast` keeps what they keep, `Slow` the rest.
         let fast = match (scope.cadence, self.fast.get()) {
@@ -896,6 +922,63 @@ mod tests {
             .filter(|l| l.starts_with("reveal_cpu_softirqs_total{"))
             .count();
         assert_eq!(slow_softirqs, per_cpu.len(), "the per-CPU series are slow");
+    }
+
+    /// The shipped fast selection on fixture hosts, every default collector that reads the
+    /// root: the collectors leave out what a page does not serve ([`Scrape::skip_only`]), and
+    /// the fast and slow pages together are still the whole page, each series once (the
+    /// families the fast page sums are compared by their per-device series on the slow page).
+    #[test]
+    fn pages_of_the_shipped_fast_selection_split_the_whole_page_on_fixtures() {
+        let dir = env!("CARGO_MANIFEST_DIR");
+        let text = std::fs::read_to_string(format!("{dir}/../deploy/selection-fast.yml")).unwrap();
+        let fast = crate::selection::Selection::parse(&text).unwrap();
+        for host in ["vm-debian", "numa-2socket", "infiniband"] {
+            let root = format!("{dir}/tests/fixtures/{host}");
+            let settings = Settings {
+                paths: crate::paths::Paths::new(
+                    std::path::Path::new(&format!("{root}/proc")),
+                    std::path::Path::new(&format!("{root}/sys")),
+                ),
+                ..Settings::default()
+            };
+            let names: Vec<&str> = COLLECTORS
+                .iter()
+                .filter(|e| e.default_enabled && !["perf", "msr", "gpu"].contains(&e.name))
+                .map(|e| e.name)
+                .collect();
+            let runner = Runner::new(&names, &settings).unwrap();
+            runner.set_fast(&fast);
+            let page = |cadence| {
+                runner.render_scoped(
+                    Format::Text,
+                    &Scope {
+                        cadence,
+                        ..Scope::default()
+                    },
+                )
+            };
+            let (fast_page, slow_page, all) =
+                (page(Cadence::Fast), page(Cadence::Slow), page(Cadence::All));
+            let summed = |l: &&str| l.starts_with("reveal_cpu_softirqs_total");
+            let fast_lines: Vec<&str> = samples(&fast_page)
+                .into_iter()
+                .filter(|l| !summed(l))
+                .collect();
+            assert!(fast_lines.len() > 10, "{host}: {fast_page}");
+            let mut split: Vec<String> = fast_lines
+                .iter()
+                .chain(&samples(&slow_page))
+                .map(|l| name_labels(l))
+                .collect();
+            let mut whole: Vec<String> = samples(&all).iter().map(|l| name_labels(l)).collect();
+            split.sort();
+            whole.sort();
+            let before = split.len();
+            split.dedup();
+            assert_eq!(split.len(), before, "{host}: no series on both pages");
+            assert_eq!(split, whole, "{host}");
+        }
     }
 
     fn name_labels(line: &str) -> String {

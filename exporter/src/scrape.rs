@@ -138,12 +138,21 @@ pub struct Family {
     pub samples: Vec<Sample>,
     /// Samples of earlier updates, kept for their label allocations.
     spare: Vec<Sample>,
+    /// Not served by the page being scraped ([`Scrape::skip_only`]): pushes are dropped.
+    skipped: bool,
 }
 
 /// The samples one collector produced in one update.
 #[derive(Debug, Default)]
 pub struct Scrape {
     families: Vec<Family>,
+    /// Families the page being scraped does not serve, by address ([`Scrape::skip_only`]).
+    skip: Vec<usize>,
+}
+
+/// A descriptor's address: descriptors are statics, so this identifies the family.
+fn addr(desc: &Desc) -> usize {
+    desc as *const Desc as usize
 }
 
 impl Scrape {
@@ -166,6 +175,24 @@ impl Scrape {
         }
     }
 
+    /// Sets the families the next updates leave out: the runner's, for a page that does not
+    /// serve them (a cadence, a selection). Their samples are dropped when pushed, before any
+    /// label is copied, and [`Scrape::wants`] tells a collector it may skip reading them. The
+    /// runner filters what it encodes either way: this only saves the work.
+    pub fn skip_only(&mut self, skip: impl IntoIterator<Item = &'static Desc>) {
+        self.skip.clear();
+        self.skip.extend(skip.into_iter().map(addr));
+        for f in &mut self.families {
+            f.skipped = self.skip.contains(&addr(f.desc));
+        }
+    }
+
+    /// Whether the page being scraped serves `desc` (true unless [`Scrape::skip_only`] named
+    /// it): a collector reads what only skipped families need only when this says so.
+    pub fn wants(&self, desc: &Desc) -> bool {
+        !self.skip.contains(&addr(desc))
+    }
+
     fn family(&mut self, desc: &'static Desc) -> &mut Family {
         match self
             .families
@@ -174,10 +201,12 @@ impl Scrape {
         {
             Some(i) => &mut self.families[i],
             None => {
+                let skipped = self.skip.contains(&addr(desc));
                 self.families.push(Family {
                     desc,
                     samples: Vec::new(),
                     spare: Vec::new(),
+                    skipped,
                 });
                 self.families.last_mut().expect("just pushed")
             }
@@ -193,6 +222,9 @@ impl Scrape {
             return;
         }
         let fam = self.family(desc);
+        if fam.skipped {
+            return;
+        }
         let mut sample = fam.spare.pop().unwrap_or(Sample {
             labels: Vec::new(),
             value,
@@ -225,7 +257,10 @@ impl Scrape {
         if !value.is_finite() {
             return;
         }
-        self.family(desc).samples.push(Sample { labels, value });
+        let fam = self.family(desc);
+        if !fam.skipped {
+            fam.samples.push(Sample { labels, value });
+        }
     }
 
     /// Adds one sample without labels.
@@ -262,6 +297,27 @@ mod tests {
         }
         assert!(pooled.iter().all(|&n| n <= 40), "{pooled:?}");
         assert_eq!(s.sample_count(), 40);
+    }
+
+    #[test]
+    fn skipped_families_are_not_pushed_until_served_again() {
+        use super::*;
+        static A: Desc = Desc::gauge("reveal_test_a", Unit::None, &["cpu"], "test");
+        static B: Desc = Desc::gauge("reveal_test_b", Unit::None, &[], "test");
+        let mut s = Scrape::new();
+        s.push_values(&A, &["0"], 1.0);
+        s.skip_only([&A]);
+        assert!(!s.wants(&A) && s.wants(&B));
+        s.clear();
+        s.push_values(&A, &["0"], 1.0);
+        s.push(&A, vec![("cpu", "1".into())], 1.0);
+        s.push1(&B, 2.0);
+        assert_eq!(s.sample_count(), 1);
+        s.skip_only([]);
+        s.clear();
+        s.push_values(&A, &["0"], 1.0);
+        assert!(s.wants(&A));
+        assert_eq!(s.sample_count(), 1);
     }
 
     use super::*;

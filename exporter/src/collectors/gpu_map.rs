@@ -12,7 +12,7 @@
 //! `nvmlClocksThrottleReason*` bit mask. A field is `None` where NVML answered
 //! `NVML_ERROR_NOT_SUPPORTED` (or any other error) for that GPU.
 
-use crate::scrape::{Desc, Labels, Scrape, Unit};
+use crate::scrape::{index_str, Desc, Scrape, Unit};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -309,20 +309,17 @@ pub static METRICS: &[&Desc] = &[
 
 /// Pushes every series of one GPU's sample.
 pub fn push_sample(g: &GpuSample, out: &mut Scrape) {
-    let base: Labels = vec![
-        ("gpu", g.index.to_string()),
-        ("uuid", g.uuid.clone()),
-        ("model", g.name.clone()),
-        ("pci_bus_id", g.pci_bus_id.clone()),
-    ];
-    let with = |extra: &[(&'static str, String)]| -> Labels {
-        let mut l = base.clone();
-        l.extend(extra.iter().cloned());
-        l
-    };
-    let mut put = |desc: &'static Desc, extra: &[(&'static str, String)], v: Option<f64>| {
+    let mut index = [0u8; 20];
+    let gpu = index_str(u64::from(g.index), &mut index);
+    let base = [gpu, g.uuid.as_str(), g.name.as_str(), g.pci_bus_id.as_str()];
+    // The four GPU labels, then the family's own, in its descriptor's order; borrowed, so a
+    // steady scrape copies them into the strings of the last one's samples (no allocation).
+    let mut put = |desc: &'static Desc, extra: &[&str], v: Option<f64>| {
         if let Some(v) = v {
-            out.push(desc, with(extra), v);
+            let mut values = [""; 8];
+            values[..4].copy_from_slice(&base);
+            values[4..4 + extra.len()].copy_from_slice(extra);
+            out.push_values(desc, &values[..4 + extra.len()], v);
         }
     };
     let pct = |v: Option<u32>| v.map(|p| f64::from(p) / 100.0);
@@ -341,24 +338,20 @@ pub fn push_sample(g: &GpuSample, out: &mut Scrape) {
         g.total_energy_millijoules.map(|mj| mj as f64 / 1e3),
     );
     put(&TEMPERATURE, &[], g.temperature_gpu_celsius.map(f64::from));
+    put(&CLOCK, &["sm"], g.clock_sm_mhz.map(|m| f64::from(m) * 1e6));
     put(
         &CLOCK,
-        &[("clock", "sm".into())],
-        g.clock_sm_mhz.map(|m| f64::from(m) * 1e6),
-    );
-    put(
-        &CLOCK,
-        &[("clock", "memory".into())],
+        &["memory"],
         g.clock_memory_mhz.map(|m| f64::from(m) * 1e6),
     );
     put(
         &CLOCK_MAX,
-        &[("clock", "sm".into())],
+        &["sm"],
         g.clock_sm_max_mhz.map(|m| f64::from(m) * 1e6),
     );
     put(
         &CLOCK_MAX,
-        &[("clock", "memory".into())],
+        &["memory"],
         g.clock_memory_max_mhz.map(|m| f64::from(m) * 1e6),
     );
     put(&PCIE_GEN, &[], g.pcie_link_gen_current.map(f64::from));
@@ -367,28 +360,24 @@ pub fn push_sample(g: &GpuSample, out: &mut Scrape) {
     put(&PCIE_WIDTH_MAX, &[], g.pcie_link_width_max.map(f64::from));
     put(
         &PCIE_THROUGHPUT,
-        &[("direction", "tx".into())],
+        &["tx"],
         g.pcie_tx_kilobytes_per_second.map(|k| f64::from(k) * KB),
     );
     put(
         &PCIE_THROUGHPUT,
-        &[("direction", "rx".into())],
+        &["rx"],
         g.pcie_rx_kilobytes_per_second.map(|k| f64::from(k) * KB),
     );
     for e in &g.ecc {
         let l = [
-            ("type", e.error_type.clone()),
-            ("counter", e.counter.clone()),
-            ("location", e.location.clone()),
+            e.error_type.as_str(),
+            e.counter.as_str(),
+            e.location.as_str(),
         ];
         put(&ECC, &l, Some(e.count as f64));
     }
     for r in &g.retired_pages {
-        put(
-            &RETIRED,
-            &[("cause", r.cause.clone())],
-            Some(r.count as f64),
-        );
+        put(&RETIRED, &[r.cause.as_str()], Some(r.count as f64));
     }
     if let (Some(now), Some(supported)) = (g.throttle_reasons, g.throttle_reasons_supported) {
         for &(bit, name) in THROTTLE_REASONS
@@ -397,7 +386,7 @@ pub fn push_sample(g: &GpuSample, out: &mut Scrape) {
         {
             put(
                 &THROTTLE,
-                &[("reason", name.into())],
+                &[name],
                 Some(f64::from(u8::from(now & bit != 0))),
             );
         }
@@ -405,18 +394,15 @@ pub fn push_sample(g: &GpuSample, out: &mut Scrape) {
     put(&ENCODER, &[], pct(g.encoder_utilization_percent));
     put(&DECODER, &[], pct(g.decoder_utilization_percent));
     for link in &g.nvlinks {
-        let id = link.link.to_string();
+        let mut link_index = [0u8; 20];
+        let id = index_str(u64::from(link.link), &mut link_index);
         put(
             &NVLINK_ACTIVE,
-            &[("link", id.clone())],
+            &[id],
             Some(f64::from(u8::from(link.active))),
         );
         for (counter, n) in &link.errors {
-            put(
-                &NVLINK_ERRORS,
-                &[("link", id.clone()), ("counter", counter.clone())],
-                Some(*n as f64),
-            );
+            put(&NVLINK_ERRORS, &[id, counter.as_str()], Some(*n as f64));
         }
     }
 }

@@ -288,18 +288,31 @@ impl Collector for InfinibandCollector {
         self.rescan.check(scanned)?;
         let mut missing = false;
         for p in &self.ports {
-            let labels = || vec![("device", p.device.clone()), ("port", p.port.clone())];
-            match read_attr(&p.state, &mut self.buf, parse_state) {
-                Some(v) => out.push(&STATE, labels(), v as f64),
-                None => missing = true,
+            let labels = [p.device.as_str(), p.port.as_str()];
+            // Only what the page serves is read (the fast cadence's page serves the traffic).
+            if out.wants(&STATE) {
+                match read_attr(&p.state, &mut self.buf, parse_state) {
+                    Some(v) => out.push_values(&STATE, &labels, v as f64),
+                    None => missing = true,
+                }
             }
-            if let Some(v) = read_attr(&p.phys_state, &mut self.buf, parse_state) {
-                out.push(&PHYS_STATE, labels(), v as f64);
+            if out.wants(&PHYS_STATE) {
+                if let Some(v) = read_attr(&p.phys_state, &mut self.buf, parse_state) {
+                    out.push_values(&PHYS_STATE, &labels, v as f64);
+                }
             }
-            if let Some(v) = read_attr(&p.rate, &mut self.buf, parse_rate) {
-                out.push(&RATE, labels(), v);
+            if out.wants(&RATE) {
+                if let Some(v) = read_attr(&p.rate, &mut self.buf, parse_rate) {
+                    out.push_values(&RATE, &labels, v);
+                }
             }
             for c in &p.counters {
+                let desc = match c.kind {
+                    Kind::Fixed(desc, _) | Kind::Named(desc) => desc,
+                };
+                if !out.wants(desc) {
+                    continue;
+                }
                 if c.attr.read(&mut self.buf).is_err() {
                     missing = true;
                     continue;
@@ -309,14 +322,10 @@ impl Collector for InfinibandCollector {
                     continue;
                 };
                 match c.kind {
-                    Kind::Fixed(desc, factor) => out.push(desc, labels(), v as f64 * factor),
-                    Kind::Named(desc) => out.push(
+                    Kind::Fixed(desc, factor) => out.push_values(desc, &labels, v as f64 * factor),
+                    Kind::Named(desc) => out.push_values(
                         desc,
-                        vec![
-                            ("device", p.device.clone()),
-                            ("port", p.port.clone()),
-                            ("counter", c.name.clone()),
-                        ],
+                        &[p.device.as_str(), p.port.as_str(), c.name.as_str()],
                         v as f64,
                     ),
                 }

@@ -875,8 +875,8 @@ impl Collector for InterruptsCollector {
             .is_some_and(|t| now.saturating_duration_since(t) < self.min_interval);
         if !recent {
             let mut buf = std::mem::take(&mut self.buf);
-            let res = self.path.read_bytes_into(&mut buf).and_then(|start| {
-                self.account(&buf[start..])
+            let res = self.path.read_bytes_into(&mut buf).and_then(|range| {
+                self.account(&buf[range])
                     .map_err(|e| CollectError::parse(&self.path, e))
             });
             self.buf = buf;
@@ -884,7 +884,10 @@ impl Collector for InterruptsCollector {
             self.last_read = Some(now);
         }
         self.push_cpus(out);
-        self.push_top(out);
+        // The top lines are chosen only for a page that serves them (not the fast cadence's).
+        if out.wants(&LINE_INTERRUPTS) {
+            self.push_top(out);
+        }
         out.push_values(&LINES, &[], self.summed as f64);
         out.push_values(&LINES_SKIPPED, &[], self.skipped as f64);
         Ok(())
