@@ -2,12 +2,13 @@
 """Exporter CPU per scrape of each cadence's page, two or more builds side by side.
 
     python3 exporter/benches/cadence_cpu.py [--host vm|big] [--scrapes 100] [--rounds 3]
-        [--fast deploy/selection-fast.yml] [--fixture DIR] BUILD_DIR [BUILD_DIR...]
+        [--fast deploy/selection-fast.yml] [--fixture DIR] BUILD_DIR[+FLAG...] ...
 
 Each BUILD_DIR holds `reveal-exporter` (the VM, --host vm: this machine's /proc and /sys)
 or `fixture_exporter` (--host big: the big-host fixture of scripts/big_host_fixture.py in
 DIR, served with its GPUs replayed, perf and msr off, as scripts/big_host_table.py does;
-run scripts/big_host_mover.py DIR beside it to move its counters). Every build is started
+run scripts/big_host_mover.py DIR beside it to move its counters); flags after a `+` are
+added to that build's command (`after+--collector.interrupts.min-interval-ms=1000`). Every build is started
 with `--metrics.fast FAST`, and scraped in interleaved rounds, so that a busy host slows
 every build alike: each round scrapes each build's `?cadence=fast` page --scrapes times,
 one every 100 ms on one keep-alive connection as Prometheus does, then its `?cadence=slow`
@@ -112,7 +113,8 @@ def main():
     ap.add_argument("builds", nargs="+")
     args = ap.parse_args()
     procs = []
-    for b in args.builds:
+    for spec in args.builds:
+        b, *flags = spec.split("+")
         if args.host == "vm":
             cmd = [os.path.join(b, "reveal-exporter")]
         else:
@@ -120,8 +122,8 @@ def main():
             cmd = [os.path.join(b, "fixture_exporter"), os.path.join(f, "nvml.json"),
                    "--path.procfs=" + os.path.join(f, "proc"), "--path.sysfs=" + os.path.join(f, "sys"),
                    "--no-collector.perf", "--no-collector.msr"]
-        p, port = start(cmd + ["--metrics.fast=" + args.fast])
-        procs.append([b, p, port, http.client.HTTPConnection("127.0.0.1", port, timeout=10)])
+        p, port = start(cmd + flags + ["--metrics.fast=" + args.fast])
+        procs.append([spec, p, port, http.client.HTTPConnection("127.0.0.1", port, timeout=10)])
     try:
         shape = {}
         for entry in procs:

@@ -300,18 +300,15 @@ impl Collector for HwmonCollector {
         // sensor.
         self.rescan
             .read_each(&self.sensors, CollectError::is_unsupported, |s| {
+                // Only the sensors of a family the page serves are read (the fast cadence's
+                // page serves the CPU's, not the drives').
+                if !out.wants(s.desc) {
+                    return Ok(());
+                }
                 s.input.read(buf)?;
                 let celsius =
                     parse_millicelsius(buf).map_err(|e| CollectError::parse(s.input.path(), e))?;
-                out.push(
-                    s.desc,
-                    vec![
-                        ("chip", s.chip.clone()),
-                        ("sensor", s.sensor.clone()),
-                        ("label", s.label.clone()),
-                    ],
-                    celsius,
-                );
+                out.push_values(s.desc, &[&s.chip, &s.sensor, &s.label], celsius);
                 Ok(())
             })
     }
