@@ -1,13 +1,9 @@
-//! Runs the enabled collectors on each scrape, owns the self-metrics, and encodes the
-//! exposition through `prometheus-client`.
+//! Runs the enabled collectors on each scrape, owns the self-metrics, and writes the
+//! OpenMetrics exposition.
 
 use crate::collectors::{Collector, Settings, COLLECTORS};
 use crate::scrape::{Desc, Kind, Labels, Scrape, Unit};
 use crate::selection::Rule;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
-use prometheus_client::metrics::counter::ConstCounter;
-use prometheus_client::metrics::gauge::ConstGauge;
-use prometheus_client::metrics::MetricType;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -114,8 +110,6 @@ struct Slot {
 /// a flood of concurrent scrapes can cause.
 pub struct Runner {
     inner: Arc<Inner>,
-    /// Holds one collector, [`Render`], that updates and encodes `inner` on every encode.
-    registry: prometheus_client::registry::Registry,
     /// The last exposition's length: the next one is allocated at once at about that size.
     last_len: AtomicUsize,
     /// Held while a scope is set and its page encoded (scrapes are serialized anyway).
@@ -216,11 +210,8 @@ impl Runner {
             fast: OnceLock::new(),
             scope: Mutex::new(Scope::default()),
         });
-        let mut registry = prometheus_client::registry::Registry::default();
-        registry.register_collector(Box::new(Render(inner.clone())));
         Ok(Runner {
             inner,
-            registry,
             last_len: AtomicUsize::new(64 * 1024),
             rendering: Mutex::new(()),
         })
@@ -321,8 +312,8 @@ impl Runner {
         // A little headroom over the last size, so a slowly growing exposition (a new
         // interrupt line, a new disk) does not reallocate the whole buffer.
         let mut out = String::with_capacity(self.last_len.load(Ordering::Relaxed) + 4096);
-        // Writing to a String cannot fail, and `Render` returns no error of its own.
-        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        self.inner.encode(&mut out);
+        out.push_str("# EOF\n");
         self.last_len.store(out.len(), Ordering::Relaxed);
         match format {
             Format::OpenMetrics => out,
@@ -401,7 +392,7 @@ impl Inner {
 
     /// Runs the collectors of the scope being rendered, then writes their families and
     /// (but for the fast cadence) the self-metrics.
-    fn encode(&self, encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+    fn encode(&self, encoder: &mut String) {
         let scope = self.scope.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let mut slots = lock(&self.slots);
         let run: Vec<bool> = (0..slots.len())
@@ -474,17 +465,17 @@ impl Inner {
                     .filter(keep)
                     .map(|s| (&s.labels, s.value));
                 if sum_over.is_empty() {
-                    encode_family(encoder, fam.desc, samples)?;
+                    encode_family(encoder, fam.desc, samples);
                 } else {
                     sum_samples(samples, &sum_over, &mut summed);
-                    encode_summed(encoder, fam.desc, &summed)?;
+                    encode_summed(encoder, fam.desc, &summed);
                 }
             }
         }
         // The self-metrics are the slow cadence's: one job serves them, and the fast page
         // stays what the analyzer reads.
         if scope.cadence == Cadence::Fast && fast.is_some() {
-            return Ok(());
+            return;
         }
         let ran = || {
             self.names
@@ -495,20 +486,20 @@ impl Inner {
                 .map(|(ls, _)| ls)
         };
         let success = ran().map(|(l, s)| (l, f64::from(u8::from(s.success))));
-        encode_family(encoder, &SUCCESS, success)?;
-        encode_family(encoder, &DURATION, ran().map(|(l, s)| (l, s.duration)))?;
+        encode_family(encoder, &SUCCESS, success);
+        encode_family(encoder, &DURATION, ran().map(|(l, s)| (l, s.duration)));
         encode_family(
             encoder,
             &BUILD_INFO,
             std::iter::once((&self.build_info, 1.0)),
-        )?;
+        );
         drop(slots);
         self.encode_process(encoder)
     }
 
     /// The `process_*` families of the exporter itself (the host's `/proc`, whatever
     /// `--path.procfs` says: they describe this process, not the host it watches).
-    fn encode_process(&self, encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+    fn encode_process(&self, encoder: &mut String) {
         let procfs = std::path::Path::new(crate::paths::DEFAULT_PROCFS);
         let stats = match reveal_schema::process::read(procfs, "self") {
             Ok(s) => s,
@@ -516,7 +507,7 @@ impl Inner {
                 if !self.process_failed.swap(true, Ordering::Relaxed) {
                     tracing::warn!("process_* metrics left out: {e}");
                 }
-                return Ok(());
+                return;
             }
         };
         let none = Labels::new();
@@ -529,9 +520,8 @@ impl Inner {
                 encoder,
                 process_descs::ALL[at],
                 std::iter::once((&none, value)),
-            )?;
+            );
         }
-        Ok(())
     }
 }
 
@@ -566,86 +556,107 @@ fn sum_samples<'a>(
 
 /// Encodes a family's summed series ([`sum_samples`]); summed over every label, one sample
 /// without a label set.
-fn encode_summed(
-    encoder: &mut DescriptorEncoder,
-    desc: &Desc,
-    summed: &[(Labels, f64)],
-) -> Result<(), std::fmt::Error> {
+fn encode_summed(out: &mut String, desc: &Desc, summed: &[(Labels, f64)]) {
     if summed.iter().all(|(l, _)| !l.is_empty()) {
-        return encode_family(encoder, desc, summed.iter().map(|(l, v)| (l, *v)));
+        return encode_family(out, desc, summed.iter().map(|(l, v)| (l, *v)));
     }
-    let unit = pc_unit(desc.unit);
-    let kind = match desc.kind {
-        Kind::Counter => MetricType::Counter,
-        Kind::Gauge => MetricType::Gauge,
-    };
-    let me = encoder.encode_descriptor(desc.name, desc.help, unit.as_ref(), kind)?;
+    write_descriptor(out, desc);
     let value: f64 = summed.iter().map(|(_, v)| v).sum();
-    match desc.kind {
-        Kind::Counter => ConstCounter::new(value).encode(me),
-        Kind::Gauge => ConstGauge::new(value).encode(me),
-    }
+    write_sample(out, desc, None, value);
 }
 
-fn pc_unit(u: Unit) -> Option<prometheus_client::registry::Unit> {
-    use prometheus_client::registry::Unit as P;
-    match u {
-        Unit::None => None,
-        Unit::Seconds => Some(P::Seconds),
-        Unit::Bytes => Some(P::Bytes),
-        Unit::Joules => Some(P::Joules),
-        Unit::Celsius => Some(P::Celsius),
-        Unit::Volts => Some(P::Volts),
-        other => Some(P::Other(other.as_str().to_string())),
-    }
-}
-
-/// Encodes one family through `prometheus-client`'s OpenMetrics encoder.
+/// Writes one family in OpenMetrics 1.0: its `# HELP`, `# TYPE` and (with a unit) `# UNIT`
+/// lines, then a line per sample. Written straight into the page, in the bytes
+/// `prometheus-client`'s text encoder wrote (`name{k="v",...} value` with the value as `dtoa`
+/// formats an `f64`, label values escaped): the golden files did not change when it replaced
+/// that encoder, which wrote each piece through a `dyn Write` call (a tenth of the fast page's
+/// CPU on the 96-CPU fixture, for 2,000 series).
 fn encode_family<'a>(
-    encoder: &mut DescriptorEncoder,
+    out: &mut String,
     desc: &Desc,
     samples: impl Iterator<Item = (&'a Labels, f64)>,
-) -> Result<(), std::fmt::Error> {
-    let unit = pc_unit(desc.unit);
-    let kind = match desc.kind {
-        Kind::Counter => MetricType::Counter,
-        Kind::Gauge => MetricType::Gauge,
-    };
-    let mut me = encoder.encode_descriptor(desc.name, desc.help, unit.as_ref(), kind)?;
+) {
+    write_descriptor(out, desc);
     if desc.labels.is_empty() {
         // A family without labels has one sample; encoding it without a label set keeps the
         // exposition free of empty `{}`.
         let mut samples = samples;
         if let Some((_, value)) = samples.next() {
-            match desc.kind {
-                Kind::Counter => ConstCounter::new(value).encode(me)?,
-                Kind::Gauge => ConstGauge::new(value).encode(me)?,
-            }
+            write_sample(out, desc, None, value);
         }
-        return Ok(());
+        return;
     }
     for (labels, value) in samples {
-        let enc = me.encode_family(labels)?;
-        match desc.kind {
-            Kind::Counter => ConstCounter::new(value).encode(enc)?,
-            Kind::Gauge => ConstGauge::new(value).encode(enc)?,
+        write_sample(out, desc, Some(labels), value);
+    }
+}
+
+/// The family name with its unit suffix (`reveal_cpu_time_seconds`), pushed onto `out`.
+fn push_family_name(out: &mut String, desc: &Desc) {
+    out.push_str(desc.name);
+    if desc.unit != Unit::None {
+        out.push('_');
+        out.push_str(desc.unit.as_str());
+    }
+}
+
+fn write_descriptor(out: &mut String, desc: &Desc) {
+    out.push_str("# HELP ");
+    push_family_name(out, desc);
+    out.push(' ');
+    out.push_str(desc.help);
+    out.push_str("\n# TYPE ");
+    push_family_name(out, desc);
+    out.push_str(match desc.kind {
+        Kind::Counter => " counter\n",
+        Kind::Gauge => " gauge\n",
+    });
+    if desc.unit != Unit::None {
+        out.push_str("# UNIT ");
+        push_family_name(out, desc);
+        out.push(' ');
+        out.push_str(desc.unit.as_str());
+        out.push('\n');
+    }
+}
+
+/// One sample line; `labels` is `None` for a family without labels (no `{}`).
+fn write_sample(out: &mut String, desc: &Desc, labels: Option<&Labels>, value: f64) {
+    push_family_name(out, desc);
+    if desc.kind == Kind::Counter {
+        out.push_str("_total");
+    }
+    if let Some(labels) = labels {
+        out.push('{');
+        for (i, (k, v)) in labels.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str(k);
+            out.push_str("=\"");
+            push_escaped(out, v);
+            out.push('"');
         }
+        out.push('}');
     }
-    Ok(())
+    out.push(' ');
+    out.push_str(dtoa::Buffer::new().format(value));
+    out.push('\n');
 }
 
-/// The registry's view of the runner: each encode runs the collectors, then writes them out.
-struct Render(Arc<Inner>);
-
-impl std::fmt::Debug for Render {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Render")
+/// A label value with `\`, `"` and newline escaped, as OpenMetrics asks.
+fn push_escaped(out: &mut String, v: &str) {
+    if !v.bytes().any(|b| matches!(b, b'\\' | b'"' | b'\n')) {
+        out.push_str(v);
+        return;
     }
-}
-
-impl prometheus_client::collector::Collector for Render {
-    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        self.0.encode(&mut encoder)
+    for c in v.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
     }
 }
 
@@ -978,6 +989,98 @@ mod tests {
             split.dedup();
             assert_eq!(split.len(), before, "{host}: no series on both pages");
             assert_eq!(split, whole, "{host}");
+        }
+    }
+
+    /// A family as `prometheus-client`'s OpenMetrics encoder writes it, the reference the
+    /// exposition's bytes were kept to when [`encode_family`] replaced it.
+    fn reference(desc: &Desc, samples: &[(Labels, f64)]) -> String {
+        use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+        use prometheus_client::metrics::counter::ConstCounter;
+        use prometheus_client::metrics::gauge::ConstGauge;
+        use prometheus_client::metrics::MetricType;
+        use prometheus_client::registry::Unit as P;
+
+        struct One<'a>(&'a Desc, &'a [(Labels, f64)]);
+        impl std::fmt::Debug for One<'_> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("One")
+            }
+        }
+        impl prometheus_client::collector::Collector for One<'static> {
+            fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+                let desc = self.0;
+                let unit = match desc.unit {
+                    Unit::None => None,
+                    Unit::Seconds => Some(P::Seconds),
+                    Unit::Bytes => Some(P::Bytes),
+                    Unit::Joules => Some(P::Joules),
+                    Unit::Celsius => Some(P::Celsius),
+                    Unit::Volts => Some(P::Volts),
+                    other => Some(P::Other(other.as_str().to_string())),
+                };
+                let kind = match desc.kind {
+                    Kind::Counter => MetricType::Counter,
+                    Kind::Gauge => MetricType::Gauge,
+                };
+                let mut me =
+                    encoder.encode_descriptor(desc.name, desc.help, unit.as_ref(), kind)?;
+                for (labels, value) in self.1 {
+                    if desc.labels.is_empty() {
+                        match desc.kind {
+                            Kind::Counter => ConstCounter::new(*value).encode(me)?,
+                            Kind::Gauge => ConstGauge::new(*value).encode(me)?,
+                        }
+                        break;
+                    }
+                    let enc = me.encode_family(labels)?;
+                    match desc.kind {
+                        Kind::Counter => ConstCounter::new(*value).encode(enc)?,
+                        Kind::Gauge => ConstGauge::new(*value).encode(enc)?,
+                    }
+                }
+                Ok(())
+            }
+        }
+        // The registry needs 'static collectors: leak the test's few small inputs.
+        let desc: &'static Desc = Box::leak(Box::new(Desc { ..*desc }));
+        let samples: &'static [(Labels, f64)] = Box::leak(samples.to_vec().into_boxed_slice());
+        let mut registry = prometheus_client::registry::Registry::default();
+        registry.register_collector(Box::new(One(desc, samples)));
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &registry).unwrap();
+        out
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn families_are_written_as_prometheus_client_wrote_them(
+            values in proptest::collection::vec(("\\PC{0,12}|[\"\\\\\n a-z]{0,6}", proptest::num::f64::ANY), 0..4),
+            unit in 0usize..6,
+            counter in proptest::bool::ANY,
+            labelled in proptest::bool::ANY,
+        ) {
+            let unit = [Unit::None, Unit::Seconds, Unit::Bytes, Unit::Hertz, Unit::Celsius, Unit::Ratio][unit];
+            let labels: &'static [&'static str] = if labelled { &["cpu", "type"] } else { &[] };
+            let desc = Desc {
+                name: "reveal_test_family",
+                unit,
+                kind: if counter { Kind::Counter } else { Kind::Gauge },
+                help: "A test family.",
+                labels,
+            };
+            let samples: Vec<(Labels, f64)> = values
+                .iter()
+                .filter(|(_, v)| v.is_finite())
+                .map(|(s, v)| {
+                    let l = if labelled { vec![("cpu", "7".to_string()), ("type", s.clone())] } else { vec![] };
+                    (l, *v)
+                })
+                .collect();
+            let mut ours = String::new();
+            encode_family(&mut ours, &desc, samples.iter().map(|(l, v)| (l, *v)));
+            ours.push_str("# EOF\n");
+            proptest::prop_assert_eq!(ours, reference(&desc, &samples));
         }
     }
 
