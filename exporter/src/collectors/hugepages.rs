@@ -196,6 +196,11 @@ impl Collector for HugepagesCollector {
         self.rescan.check(scanned)?;
         let mut failed = None;
         for p in &self.pools {
+            // Only the pools of a family the page serves (the fast cadence's: the host's).
+            let desc = if p.node.is_some() { &NUMA } else { &POOL };
+            if !out.wants(desc) {
+                continue;
+            }
             for (file, state) in &p.files {
                 let v = match read_count(file, &mut self.buf) {
                     Ok(v) => v,

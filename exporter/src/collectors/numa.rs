@@ -265,6 +265,12 @@ impl NumaCollector {
                 out.push_values(&EVENTS, &[&node.id, key], v as f64);
             }
         }
+        // A node's meminfo only for a page that serves one of its families (the fast
+        // cadence's serves the allocation counters only).
+        let from_meminfo = METRICS.iter().filter(|d| !std::ptr::eq(**d, &EVENTS));
+        if !from_meminfo.into_iter().any(|d| out.wants(d)) {
+            return Ok(());
+        }
         node.meminfo.read_into(buf)?;
         let m = parse_node_meminfo(buf).map_err(|e| CollectError::parse(&node.meminfo, e))?;
         if m.node.to_string() != node.id {
