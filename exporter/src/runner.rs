@@ -538,18 +538,32 @@ fn sums_of<'a>(
 
 /// Sums `samples` over the labels `over` into `out` (cleared first): one entry per value of
 /// the other labels, in the order each first appears. A family has few of them (softirqs:
-/// ten types), so they are found by a linear search.
+/// ten types), so they are found by a linear search, which first tries the entry after the
+/// one the sample before went to: a collector pushes each device's series in the same order
+/// (softirqs: per CPU, the ten types), so that is the one from the second device on.
 fn sum_samples<'a>(
     samples: impl Iterator<Item = (&'a Labels, f64)>,
     over: &[&str],
     out: &mut Vec<(Labels, f64)>,
 ) {
     out.clear();
+    let mut last = 0;
     for (labels, value) in samples {
         let rest = || labels.iter().filter(|(k, _)| !over.contains(k));
-        match out.iter_mut().find(|(l, _)| l.iter().eq(rest())) {
-            Some((_, v)) => *v += value,
-            None => out.push((rest().cloned().collect(), value)),
+        let next = if last + 1 < out.len() { last + 1 } else { 0 };
+        let found = match out.get(next) {
+            Some((l, _)) if l.iter().eq(rest()) => Some(next),
+            _ => out.iter().position(|(l, _)| l.iter().eq(rest())),
+        };
+        match found {
+            Some(i) => {
+                out[i].1 += value;
+                last = i;
+            }
+            None => {
+                last = out.len();
+                out.push((rest().cloned().collect(), value));
+            }
         }
     }
 }
