@@ -1,8 +1,9 @@
 //! `reveal-exporter`: host hardware telemetry for Prometheus.
 //!
 //! Collectors read procfs, sysfs, perf and NVML on each scrape and emit samples into a
-//! [`scrape::Scrape`]; the [`runner::Runner`] times them, records their success, and encodes the
-//! exposition through `prometheus-client`.
+//! [`scrape::Scrape`]; the [`runner::Runner`] times them, records their success, and writes the
+//! OpenMetrics exposition (in the bytes `prometheus-client`'s encoder writes, checked against it
+//! in the runner's tests).
 //!
 //! ```no_run
 //! use reveal_exporter::{collectors::Settings, runner::Runner};
