@@ -378,6 +378,17 @@ pub struct ConfigError {
 }
 
 impl Config {
+    /// The labels the metric set's entries declare as naming a device (`device_label`).
+    pub fn device_labels(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for l in self.metrics.iter().filter_map(|m| m.device_label.as_ref()) {
+            if !out.contains(l) {
+                out.push(l.clone());
+            }
+        }
+        out
+    }
+
     /// Reads, parses and checks a config file.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|e| ConfigError {

@@ -32,8 +32,9 @@ enum Command {
     /// Agreement of two sets of anomaly intervals (paper §5.5): IoU, hit rates byCount and
     /// byLength, per host and overall.
     Compare(compare::CompareArgs),
-    /// Replay a past stretch of a Prometheus through the service's engine: every window's
-    /// scores and claims and every episode, as `run` would have seen them (text or --json).
+    /// Replay a past stretch of a Prometheus, or a recording (--input), through the service's
+    /// engine: every window's scores and claims and every episode, as `run` would have seen
+    /// them (text or --json).
     Replay(replay::ReplayArgs),
 }
 

@@ -5,7 +5,7 @@
 //! and `scripts/record_fault_trace.sh`.
 //!
 //! The engine runs as `reveal-analyzer run` would have run over that stretch (the way
-//! `examples/online_replay.rs` replays one): a baseline learned from the first minute, then
+//! `reveal-analyzer replay` replays one): a baseline learned from the first minute, then
 //! every stride's new windows scored against the trailing baseline. What must hold:
 //! - each fault is flagged by at least two detectors in at least half of the windows that lie
 //!   wholly inside it, and the first such window ends within 5 s of the fault's start;

@@ -18,7 +18,7 @@ use crate::ingest::{FileFormat, FileSource, Source, SourceOptions};
 use crate::outputs::report::{deviation_lines, json_lines, markdown};
 use clap::ValueEnum;
 
-#[derive(Clone, Copy, ValueEnum)]
+#[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum Format {
     /// OpenMetrics or Prometheus text with a timestamp on every sample.
     Openmetrics,

@@ -75,6 +75,15 @@ impl EngineParams {
             families: a.families.params(),
         }
     }
+
+    /// Adds labels that name a device (a metric set's `device_label`s) to the families'.
+    pub fn add_device_labels(&mut self, labels: &[String]) {
+        for l in labels {
+            if !self.families.device_labels.contains(l) {
+                self.families.device_labels.push(l.clone());
+            }
+        }
+    }
 }
 
 /// One feature column of a host's layout.

@@ -108,15 +108,7 @@ impl Service {
         }
         let mut params = EngineParams::from_config(a);
         // Labels the metric set's entries declare as naming a device join the known ones.
-        for l in config
-            .metrics
-            .iter()
-            .filter_map(|m| m.device_label.as_ref())
-        {
-            if !params.families.device_labels.contains(l) {
-                params.families.device_labels.push(l.clone());
-            }
-        }
+        params.add_device_labels(&config.device_labels());
         let mut engine = Engine::new(params);
         // A refit never holds a pass back: windows go on being scored while it runs.
         engine.fit_in_background();
