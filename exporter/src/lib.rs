@@ -19,6 +19,7 @@ pub mod collectors;
 pub mod config;
 pub mod device_filter;
 pub mod error;
+pub mod exposition;
 pub mod metrics_doc;
 pub mod paths;
 #[allow(unsafe_code)]
