@@ -3,7 +3,7 @@
 
     scripts/big_host_table.py [--scrapes 200] [--baseline 30m] [--passes 40] [--out DIR]
                               [--selection FILE] [--metric-set FILE] [--no-build]
-                              [--compare-families] [--before-bench PATH]
+                              [--compare-families] [--before-bench PATH] [--fast FILE]
 
 Generates a fixture root of a 2-socket, 96-CPU host with 2 NUMA nodes, 8 NVMe disks, 4
 InfiniBand ports and 8 GPUs (scripts/big_host_fixture.py) into a temporary directory, and
@@ -21,7 +21,10 @@ measures the same things on it and on this machine's own /proc and /sys, in one 
 - **Analyzer**: the full page of each host is the template of scripts/scale_bench.py's run for
   one host (cluster_load writes it into a fresh Prometheus with noise and faults, cluster_bench
   learns --baseline, fits, and runs --passes one-second passes with the metric set of
-  --metric-set, deploy/analyzer.yml by default, as it is when run). For the fixture, what the
+  --metric-set, deploy/analyzer.yml by default, as it is when run). With --fast FILE
+  (deploy/selection-fast.yml) the template is the page the stack stores at 100 ms instead,
+  `/metrics?cadence=fast` of an exporter started with `--metrics.fast FILE`, and the full
+  page's run is printed beside it (full → fast). For the fixture, what the
   perf and msr collectors would serve on a real host of its size (hardware perf counters, APERF/MPERF/TSC per CPU, C-state
   residency: the metric set's IPC, miss ratios, Busy% and Bzy_MHz) is added to the template.
   Reported: series stored, channels, feature columns, pass wall time (p50, p99; fetch and
@@ -81,8 +84,8 @@ def pct(values, q):
     return s[round((len(s) - 1) * q)]
 
 
-def measure(cmd, n, log):
-    """Serves `cmd` on a free port and scrapes it n times at 100 ms."""
+def measure(cmd, n, log, path="/metrics"):
+    """Serves `cmd` on a free port and scrapes `path` n times at 100 ms."""
     port = scale_bench.free_port()
     proc = subprocess.Popen(cmd + ["--web.listen-address=127.0.0.1:%d" % port],
                             stdout=log, stderr=log, start_new_session=True)
@@ -102,7 +105,7 @@ def measure(cmd, n, log):
             if i == 20:
                 cpu0 = cpu_seconds(proc.pid)
             t = time.perf_counter()
-            conn.request("GET", "/metrics", headers={"Accept": ACCEPT})
+            conn.request("GET", path, headers={"Accept": ACCEPT})
             body = conn.getresponse().read()
             dt = time.perf_counter() - t
             if i >= 20:
@@ -280,6 +283,10 @@ def main():
     ap.add_argument("--before-bench", default=None,
                     help="an older build's cluster_bench (copied out of target/release/examples): "
                          "run first on the same Prometheus data, and both printed, before → after")
+    ap.add_argument("--fast", default=None, metavar="FILE",
+                    help="the analyzer reads what the stack stores at 100 ms: the fast page of "
+                         "--metrics.fast FILE (deploy/selection-fast.yml); the full page's run "
+                         "is printed beside it")
     args = ap.parse_args()
     if not args.no_build:
         build()
@@ -310,13 +317,23 @@ def main():
                                args.scrapes, log)
             hosts[label] = {"scrapes": args.scrapes, "shape": shape(full["page"]),
                             "exporter": full, "selected": selected}
+            if args.fast:
+                hosts[label]["fast"] = measure(cmd + ["--metrics.fast=" + args.fast], args.scrapes, log,
+                                               "/metrics?cadence=fast")
+    pages = ("exporter", "selected", "fast")
     with open(os.path.join(out, "exporters.json"), "w") as f:  # kept if the analyzer part fails
-        json.dump({k: {**h, "exporter": {**h["exporter"], "page": None},
-                       "selected": {**h["selected"], "page": None}} for k, h in hosts.items()}, f, indent=1)
+        json.dump({k: {**h, **{p: {**h[p], "page": None} for p in pages if p in h}}
+                   for k, h in hosts.items()}, f, indent=1)
     for label, h in hosts.items():
         page = h["exporter"]["page"]
         if label == "big":
             page = with_cpu_counters(page, h["shape"]["cpus"])
+        if args.fast:
+            print("%s: analyzer over %s of baseline, the full page ..." % (label, args.baseline), flush=True)
+            h["analyzer_full"] = analyze(label + "-full", page, args, out)
+            page = h["fast"]["page"]
+            if label == "big":
+                page = with_cpu_counters(page, h["shape"]["cpus"])
         print("%s: analyzer over %s of baseline ..." % (label, args.baseline), flush=True)
         if args.before_bench:
             h["analyzer_before"], h["analyzer"] = analyze(label, page, args, out,
@@ -331,9 +348,15 @@ def main():
         text += "\n" + families_table(hosts)
     if args.before_bench:
         text += "\n" + families_table(hosts, "analyzer_before", "before → after")
+    if args.fast:
+        text += "\n" + families_table(hosts, "analyzer_full", "full page → fast page")
+        text += "\n| fast page: exporter series (bytes), CPU per scrape ms | %s |\n" % " | ".join(
+            "%s: %d (%.0f KB), %.2f" % (k, h["fast"]["series"], h["fast"]["bytes"] / 1e3,
+                                         h["fast"]["cpu_ms_per_scrape"]) for k, h in hosts.items())
     for h in hosts.values():
-        for k in ("exporter", "selected"):
-            h[k].pop("page")
+        for k in pages:
+            if k in h:
+                h[k].pop("page")
     with open(os.path.join(out, "results.json"), "w") as f:
         json.dump({"selection": selection, "metric_set_entries": entries, "args": vars(args),
                    "hosts": hosts}, f, indent=1)
