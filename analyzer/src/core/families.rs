@@ -572,30 +572,88 @@ impl Folded {
     /// For a `devices` channel, the devices of its family that reported nothing in the window
     /// `[start_ms, end_ms]` though they did elsewhere in the matrix: their first one's channel,
     /// and "gpu 7 not reporting (7 of 8 devices)". `None` when none is missing here (a device
-    /// gone for all of a pass is not in its matrix: the claim then says the count alone).
+    /// gone for all of a pass is not in its matrix: [`Folded::missing_known`] names it).
     pub fn missing(&self, channel: &str, start_ms: i64, end_ms: i64) -> Option<(String, String)> {
-        let fam = self.families.get(self.counted.get(channel)?)?;
+        self.missing_known(channel, start_ms, end_ms, None)
+    }
+
+    /// [`Folded::missing`], and also the devices `known` remembers of this family (from
+    /// earlier passes of the host) that are not in this matrix at all: in the service a pass
+    /// holds only its windows' span, so a GPU that fell off the bus a few seconds ago has no
+    /// row left, and only what the host had before can name it.
+    pub fn missing_known(
+        &self,
+        channel: &str,
+        start_ms: i64,
+        end_ms: i64,
+        known: Option<&KnownDevices>,
+    ) -> Option<(String, String)> {
+        let key = self.counted.get(channel)?;
+        let fam = self.families.get(key)?;
         let m = &self.members;
         let step = m.step_ms.max(1);
         let lo = usize::try_from((start_ms - m.start_ms).div_euclid(step)).unwrap_or(0);
         let hi = usize::try_from((end_ms - m.start_ms).div_euclid(step)).ok()?;
         let hi = hi.min(m.n_steps().checked_sub(1)?);
-        let gone: Vec<&(usize, String)> = fam
+        // (device, its channel) of every member gone in the window, in the family's order,
+        // then the remembered ones this matrix lacks.
+        let mut gone: Vec<(&str, &str)> = fam
             .members
             .iter()
             .filter(|(row, _)| (lo..=hi).all(|t| !m.values[[*row, t]].is_finite()))
+            .map(|(row, d)| (d.as_str(), m.channels[*row].name.as_str()))
             .collect();
+        let mut total = fam.members.len();
+        if let Some(before) = known.and_then(|k| k.0.get(key)) {
+            for (device, (channel, _)) in before {
+                if !fam.members.iter().any(|(_, d)| d == device) {
+                    gone.push((device.as_str(), channel.as_str()));
+                    total += 1;
+                }
+            }
+        }
         let first = gone.first()?;
-        let names: Vec<&str> = gone.iter().map(|(_, d)| d.as_str()).collect();
+        let names: Vec<&str> = gone.iter().map(|(d, _)| *d).collect();
         Some((
-            m.channels[first.0].name.clone(),
+            first.1.to_string(),
             format!(
                 "{} not reporting ({} of {} devices)",
                 names.join(", "),
-                fam.members.len() - gone.len(),
-                fam.members.len()
+                total - gone.len(),
+                total
             ),
         ))
+    }
+}
+
+/// The devices a host's families have had, by family key: each device's channel and the end
+/// of the latest pass it reported in. The service keeps one per host ([`KnownDevices::observe`]
+/// after each pass), so that a device gone for a whole pass is still named
+/// ([`Folded::missing_known`]).
+#[derive(Debug, Default, Clone)]
+pub struct KnownDevices(BTreeMap<String, BTreeMap<String, (String, i64)>>);
+
+impl KnownDevices {
+    /// Records the members of `folded`'s families that reported in it, as seen at `until_ms`,
+    /// and forgets devices not seen since `forget_before_ms` (gone for good: the family's
+    /// baseline has learned the smaller count by then).
+    pub fn observe(&mut self, folded: &Folded, until_ms: i64, forget_before_ms: i64) {
+        let m = &folded.members;
+        for (key, fam) in &folded.families {
+            let known = self.0.entry(key.clone()).or_default();
+            for (row, device) in &fam.members {
+                if m.values.row(*row).iter().any(|v| v.is_finite()) {
+                    let entry = known
+                        .entry(device.clone())
+                        .or_insert_with(|| (m.channels[*row].name.clone(), until_ms));
+                    entry.1 = entry.1.max(until_ms);
+                }
+            }
+        }
+        for known in self.0.values_mut() {
+            known.retain(|_, (_, seen)| *seen >= forget_before_ms);
+        }
+        self.0.retain(|_, known| !known.is_empty());
     }
 }
 

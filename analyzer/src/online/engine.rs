@@ -15,7 +15,7 @@ use crate::config::{AnalysisConfig, EpisodeConfig};
 use crate::core::detect::DetectorsConfig;
 use crate::core::episodes::tracker::{Event, Tracker, TrackerParams};
 use crate::core::episodes::OpenEpisode;
-use crate::core::families::{fold, FamilyParams};
+use crate::core::families::{fold, FamilyParams, KnownDevices};
 use crate::core::features::{least_change, Extractor, Feature, FeatureConfig};
 use crate::core::fit::{fit_with_alerts, Baseline, Fitted};
 use crate::core::matrix::{HostMatrix, Kind, Subsystem};
@@ -114,6 +114,8 @@ struct HostState {
     regime: Option<RegimeTracker>,
     /// End of the latest pass that had series of this host.
     seen_until_ms: i64,
+    /// The devices of its families, so that one gone for a whole pass is still named.
+    known: KnownDevices,
 }
 
 /// Hosts without series in the latest pass ([`Engine::sweep`]).
@@ -404,6 +406,8 @@ impl Engine {
         let background = self.background.as_ref().filter(|_| !learn_only);
         let host = self.hosts.entry(m.host.clone()).or_default();
         host.seen_until_ms = host.seen_until_ms.max(until);
+        host.known
+            .observe(&folded, until, until - self.params.baseline_ms);
         // Map this pass's columns into the host's layout, growing it for new channels.
         let set = self.params.detectors.clone().unwrap_or_default();
         let scored: Vec<usize> = fm
@@ -470,7 +474,9 @@ impl Engine {
             let scored_row = without_left_out(&row, win.end_ms, &mut host.left_out, &host.layout);
             let window_start = win.end_ms - w.window_ms;
             let namer = |channel: &str, up: bool| {
-                if let Some(named) = folded.missing(channel, window_start, win.end_ms) {
+                let known = Some(&host.known);
+                if let Some(named) = folded.missing_known(channel, window_start, win.end_ms, known)
+                {
                     return Some(named);
                 }
                 folded

@@ -310,3 +310,40 @@ fn a_device_that_stops_reporting_is_named() {
     assert!(f.missing(devices, 0, 1500).is_none());
     assert!(f.missing("reveal_memory_dirty_bytes", 2500, 3900).is_none());
 }
+
+#[test]
+fn a_device_gone_for_a_whole_pass_is_named_from_the_passes_before() {
+    // A pass while all eight disks report, then one without nvme3n1 at all: the service's
+    // later passes hold only their windows' span, so the gone disk has no row left.
+    let before = fold(&disks(40, |_, _| 0.1), &FamilyParams::default());
+    let mut known = KnownDevices::default();
+    known.observe(&before, 4000, 0);
+    let mut m = disks(40, |_, _| 0.1);
+    m.values.remove_index(ndarray::Axis(0), 4); // nvme3n1's row
+    m.channels.remove(4);
+    m.start_ms = 4000;
+    let f = fold(&m, &FamilyParams::default());
+    let devices = &f
+        .matrix
+        .channels
+        .iter()
+        .find(|c| c.name.contains("devices"))
+        .unwrap()
+        .name;
+    assert!(f.missing(devices, 6500, 7900).is_none(), "not in this pass");
+    let (channel, sentence) = f.missing_known(devices, 6500, 7900, Some(&known)).unwrap();
+    assert_eq!(
+        channel,
+        "reveal_storage_io_time_seconds_total{device=\"nvme3n1\"}"
+    );
+    assert_eq!(sentence, "nvme3n1 not reporting (7 of 8 devices)");
+    // Seen in this pass, every known device is present: none named.
+    known.observe(&f, 8000, 0);
+    let again = fold(&disks(40, |_, _| 0.1), &FamilyParams::default());
+    assert!(again
+        .missing_known(devices, 2500, 3900, Some(&known))
+        .is_none());
+    // Not seen since before the horizon: forgotten, the smaller family is the host's now.
+    known.observe(&f, 8000, 5000);
+    assert!(f.missing_known(devices, 6500, 7900, Some(&known)).is_none());
+}
