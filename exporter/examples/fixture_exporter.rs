@@ -8,7 +8,10 @@
 //!         --path.procfs ROOT/proc --path.sysfs ROOT/sys --web.listen-address 127.0.0.1:19190
 //!
 //! Every argument after the JSON file is a `reveal-exporter` flag (`--once` prints one scrape).
-//! Without `--web.config.file` support: it serves plain HTTP only.
+//! Without `--web.config.file` support: it serves plain HTTP only. The file is read again
+//! when its modification time changes (`scripts/big_host_workload.py` moves the GPUs by
+//! rewriting it); a GPU left out of it is a GPU NVML no longer reports. A rewrite that does
+//! not parse keeps the samples before it, with a warning.
 
 use anyhow::Context;
 use reveal_exporter::collectors::gpu::{GpuCollector, GpuSample, GpuSource};
@@ -17,12 +20,33 @@ use reveal_exporter::runner::{Format, Runner};
 use reveal_exporter::{cli, server};
 use std::sync::Arc;
 
-/// The same samples on every scrape.
-struct Replay(Vec<GpuSample>);
+/// The file's samples, read again when it changes.
+struct Replay {
+    path: std::path::PathBuf,
+    modified: Option<std::time::SystemTime>,
+    samples: Vec<GpuSample>,
+}
+
+fn read_samples(path: &std::path::Path) -> anyhow::Result<Vec<GpuSample>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    serde_json::from_str(&text)
+        .with_context(|| format!("{}: not a list of GpuSample", path.display()))
+}
 
 impl GpuSource for Replay {
     fn samples(&mut self) -> Result<Vec<GpuSample>, CollectError> {
-        Ok(self.0.clone())
+        let modified = std::fs::metadata(&self.path)
+            .and_then(|m| m.modified())
+            .ok();
+        if modified != self.modified {
+            self.modified = modified;
+            match read_samples(&self.path) {
+                Ok(s) => self.samples = s,
+                Err(e) => tracing::warn!("{e:#}; the GPUs read before are kept"),
+            }
+        }
+        Ok(self.samples.clone())
     }
 }
 
@@ -32,10 +56,9 @@ fn main() -> anyhow::Result<()> {
     let gpus = args
         .next()
         .context("usage: fixture_exporter GPUS.json [reveal-exporter flags]")?;
-    let text = std::fs::read_to_string(&gpus)
-        .with_context(|| format!("reading {}", gpus.to_string_lossy()))?;
-    let samples: Vec<GpuSample> = serde_json::from_str(&text)
-        .with_context(|| format!("{}: not a list of GpuSample", gpus.to_string_lossy()))?;
+    let path = std::path::PathBuf::from(&gpus);
+    let modified = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
+    let samples = read_samples(&path)?;
     let cli = match cli::parse_from(std::iter::once(program).chain(args)) {
         Ok(c) => c,
         Err(e) => e.exit(),
@@ -47,9 +70,12 @@ fn main() -> anyhow::Result<()> {
         runner.set_fast(fast);
     }
     let n = samples.len();
-    if runner.replace(Box::new(GpuCollector::with_source(Box::new(Replay(
+    let replay = Replay {
+        path,
+        modified,
         samples,
-    ))))) {
+    };
+    if runner.replace(Box::new(GpuCollector::with_source(Box::new(replay)))) {
         tracing::info!(
             "gpu collector replays {n} GPU(s) from {}",
             gpus.to_string_lossy()
