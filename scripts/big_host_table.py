@@ -138,7 +138,7 @@ def shape(page):
             seen.add(tuple(kv.get(k) for k in labels))
         return len(seen)
     return {
-        "cpus": count("reveal_cpu_time_seconds_total", ["cpu"]),
+        "cpus": count("reveal_cpu_busy_seconds_total", ["cpu"]),
         "numa_nodes": count("reveal_memory_numa_events_total", ["node"]),
         "disks": count("reveal_storage_read_bytes_total", ["device"]),
         "ib_ports": count("reveal_network_infiniband_port_state", ["device", "port"]),

@@ -19,6 +19,9 @@
 #   --analyzer-config NAME=FILE   that analyzer's configuration instead of deploy/analyzer.yml
 #                          (its ports are rewritten the same way); two metric sets side by side
 #   --exporter PATH        exporter binary (default target/release/reveal-exporter)
+#   --exporter-fast FILE   the exporter's --metrics.fast file, the series stored at 100 ms
+#                          (default deploy/selection-fast.yml); two metric sets side by side
+#                          that read different fast series need the union of both
 #   --fault-free MINUTES   fault-free period after the warm-up (default 30)
 #   --baseline-age MINUTES the fault-free period starts once the analyzers have run this long
 #                          (default 0: right after the warm-up), so it is scored on a baseline at
@@ -130,6 +133,7 @@ fi
 ANALYZERS=()
 A_CONFIGS=()
 EXPORTER="target/release/reveal-exporter"
+EXPORTER_FAST="deploy/selection-fast.yml"
 FAULT_FREE_MIN=30
 AGE_MIN=0
 GAP=90
@@ -151,6 +155,7 @@ while [ $# -gt 0 ]; do
     --analyzer=*) ANALYZERS+=("${1#*=}") ;;
     --analyzer-config) arg "$@"; A_CONFIGS+=("$2"); shift ;;
     --exporter) arg "$@"; EXPORTER="$2"; shift ;;
+    --exporter-fast) arg "$@"; EXPORTER_FAST="$2"; shift ;;
     --fault-free) arg "$@"; FAULT_FREE_MIN="$2"; shift ;;
     --baseline-age) arg "$@"; AGE_MIN="$2"; shift ;;
     --gap) arg "$@"; GAP="$2"; shift ;;
@@ -202,7 +207,9 @@ ALERTMANAGER="$(command -v prometheus-alertmanager || command -v alertmanager ||
 [ -n "$ALERTMANAGER" ] || die "alertmanager not found (apt-get install prometheus-alertmanager)"
 abs() { case "$1" in /*) echo "$1" ;; *) echo "$ROOT/$1" ;; esac; }
 EXPORTER="$(abs "$EXPORTER")"
+EXPORTER_FAST="$(abs "$EXPORTER_FAST")"
 [ -x "$EXPORTER" ] || die "no exporter binary at $EXPORTER (build it: cargo build --release)"
+[ -f "$EXPORTER_FAST" ] || die "no fast selection at $EXPORTER_FAST"
 A_NAMES=(); A_BINS=()
 for a in "${ANALYZERS[@]}"; do
   name="${a%%=*}"; bin="${a#*=}"
@@ -374,7 +381,7 @@ spawn bg-disk "$OUT/background-disk.log" "$BASH" "$SELF" __bg bg_disk
 # The stack's two cadences (rules/prometheus.yml scrapes ?cadence=fast every 100 ms and
 # ?cadence=slow every 15 s): the exporter needs the fast page's selection.
 spawn exporter "$OUT/exporter.log" "$EXPORTER" --web.listen-address="127.0.0.1:$EXPORTER_PORT" \
-  --metrics.fast="$ROOT/deploy/selection-fast.yml"
+  --metrics.fast="$EXPORTER_FAST"
 EXPORTER_PID=$LAST_PID
 AM_TARGETS=""; A_TARGETS=""
 for ((i = 0; i < NA; i++)); do

@@ -256,7 +256,7 @@ fn validator_refuses_broken_manifests() {
     let tmp = TempDir::new("reveal-k8s-broken");
     let exporter = read(&dir().join("exporter.yaml"));
     let recording = read(&dir().join("prometheusrule-recording.yaml"));
-    let first_record = "\n        - record: instance_cpu_mode:reveal_cpu_time_seconds:rate1s\n";
+    let first_record = "\n        - record: instance_cpu:reveal_cpu_utilization:ratio1s\n";
     assert!(recording.contains(first_record));
     let cases = [
         (

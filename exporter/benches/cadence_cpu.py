@@ -9,7 +9,8 @@ or `fixture_exporter` (--host big: the big-host fixture of scripts/big_host_fixt
 DIR, served with its GPUs replayed, perf and msr off, as scripts/big_host_table.py does;
 run scripts/big_host_mover.py DIR beside it to move its counters); flags after a `+` are
 added to that build's command (`after+--collector.interrupts.min-interval-ms=1000`). Every build is started
-with `--metrics.fast FAST`, and scraped in interleaved rounds, so that a busy host slows
+with `--metrics.fast FAST` unless its flags name its own (`before+--metrics.fast=OLD.yml`: a
+build measured with the fast file of its release), and scraped in interleaved rounds, so that a busy host slows
 every build alike: each round scrapes each build's `?cadence=fast` page --scrapes times,
 one every 100 ms on one keep-alive connection as Prometheus does, then its `?cadence=slow`
 page --scrapes/10 times, every 100 ms too (the stack scrapes it every 15 s; back to back
@@ -122,7 +123,8 @@ def main():
             cmd = [os.path.join(b, "fixture_exporter"), os.path.join(f, "nvml.json"),
                    "--path.procfs=" + os.path.join(f, "proc"), "--path.sysfs=" + os.path.join(f, "sys"),
                    "--no-collector.perf", "--no-collector.msr"]
-        p, port = start(cmd + flags + ["--metrics.fast=" + args.fast])
+        own = any(fl.startswith("--metrics.fast") for fl in flags)
+        p, port = start(cmd + flags + ([] if own else ["--metrics.fast=" + args.fast]))
         procs.append([spec, p, port, http.client.HTTPConnection("127.0.0.1", port, timeout=10)])
     try:
         shape = {}

@@ -10,6 +10,10 @@ pub(super) static METRICS: &[Metric] = &[
         labels: &["cpu", "mode"],
     },
     Metric {
+        name: "reveal_cpu_busy_seconds_total",
+        labels: &["cpu"],
+    },
+    Metric {
         name: "reveal_cpu_guest_time_seconds_total",
         labels: &["cpu", "mode"],
     },
@@ -915,15 +919,7 @@ pub(super) static METRICS: &[Metric] = &[
     },
     Metric {
         name: "reveal_gpu_ecc_errors_total",
-        labels: &[
-            "gpu",
-            "uuid",
-            "model",
-            "pci_bus_id",
-            "type",
-            "counter",
-            "location",
-        ],
+        labels: &["gpu", "uuid", "model", "pci_bus_id", "type", "counter", "location"],
     },
     Metric {
         name: "reveal_gpu_retired_pages_total",
