@@ -86,7 +86,7 @@ pub struct Entry {
 pub static COLLECTORS: &[Entry] = &[Entry {
     name: "stat",
     default_enabled: true,
-    help: "CPU time per CPU and mode, context switches, forks and runnable/blocked tasks from /proc/stat",
+    help: "CPU time per CPU and mode, each CPU's busy time, context switches, forks and runnable/blocked tasks from /proc/stat",
     metrics: stat::METRICS,
     new: |s| Box::new(stat::StatCollector::new(s)),
 },
