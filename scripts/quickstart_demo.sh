@@ -98,7 +98,9 @@ opened_at() {
   local line
   line="$(sed 's/\x1b\[[0-9;]*m//g' "$1" | grep -m1 'episode opened' || true)"
   [ -n "$line" ] || return 0
-  date -d "$(printf '%s' "$line" | cut -d' ' -f1)" +%s.%N
+  # The time is the line's first field: bare on a terminal, `ts=…` in logfmt (the analyzer's
+  # format when its stderr is a file).
+  date -d "$(printf '%s' "$line" | cut -d' ' -f1 | sed 's/^ts=//')" +%s.%N
 }
 
 {
