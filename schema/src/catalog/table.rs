@@ -919,7 +919,15 @@ pub(super) static METRICS: &[Metric] = &[
     },
     Metric {
         name: "reveal_gpu_ecc_errors_total",
-        labels: &["gpu", "uuid", "model", "pci_bus_id", "type", "counter", "location"],
+        labels: &[
+            "gpu",
+            "uuid",
+            "model",
+            "pci_bus_id",
+            "type",
+            "counter",
+            "location",
+        ],
     },
     Metric {
         name: "reveal_gpu_retired_pages_total",
