@@ -105,7 +105,7 @@ pub struct CpuTimes {
 
 /// The modes that count as busy: all but idle and iowait (a CPU waiting for I/O runs nothing),
 /// and the guest columns, which user and nice already include.
-const BUSY_MODES: [usize; 6] = [0, 1, 2, 5, 6, 7];
+pub const BUSY_MODES: [usize; 6] = [0, 1, 2, 5, 6, 7];
 
 impl CpuTimes {
     /// Ticks the CPU was busy ([`BUSY_MODES`]); the modes the kernel does not print count 0.
