@@ -17,7 +17,8 @@ from a Prometheus with no history. Once the analyzer is ready: --quiet-minutes f
 each fault for --fault-seconds with --gap quiet seconds after it.
 
 Scored as scripts/evaluate.sh's runs are (scripts/evaluate/score.py: alerted within 10 s, the
-alert's subsystem, false alerts in the fault-free stretch, time to resolve), and per fault from
+alert's subsystem, false alerts in the fault-free stretch, time to resolve; the GPU off the bus
+by its RevealDeviceMissing alert, the others by RevealAnomaly), and per fault from
 the analyzer's flagged windows (analyzer/state/reports/windows.jsonl) that end inside it or up to 3 s
 after: found by at least two detectors, the subsystem with the largest share, and whether a
 claim names the device. Output in DIR (default /tmp/reveal-big-host-case-TIMESTAMP):
@@ -48,6 +49,8 @@ FAULTS = {  # name: (expected subsystem, strings of which a claim must hold one 
     "cpu_saturation": ("cpu", []),
     "gpu7_off_the_bus": ("gpu", ["gpu 7", 'gpu="7"']),
 }
+# Faults whose alert is not a RevealAnomaly: a GPU that leaves the bus is a device missing.
+ALERTNAME = {"gpu7_off_the_bus": "RevealDeviceMissing"}
 PROCS = []
 
 
@@ -245,6 +248,8 @@ def main():
         for n in names:
             faults.append({"name": n, "expected": [FAULTS[n][0]], "start_ms": t, "end_ms": t + args.fault_seconds * 1000,
                            "command": "scripts/big_host_workload.py fault %s" % n})
+            if n in ALERTNAME:
+                faults[-1]["alertname"] = ALERTNAME[n]
             t += (args.fault_seconds + args.gap) * 1000
         json.dump({"t0_ms": t0, "faults": faults}, open(schedule + ".tmp", "w"))
         os.replace(schedule + ".tmp", schedule)

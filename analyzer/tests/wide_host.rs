@@ -87,9 +87,16 @@ fn the_service_alerts_on_each_device_fault_and_names_the_device() {
     let until = m.time_ms(m.n_steps() - 1).div_euclid(1000) * 1000;
     let quiet_end = T0 + (LEARN_S + QUIET_S) * 1000;
     let (mut flags, mut opened, mut false_alerts) = (Vec::new(), Vec::new(), Vec::new());
+    // (pass end, device) of every device missing after each pass.
+    let mut missing = Vec::new();
     let mut after = from;
     while after < until {
-        for o in engine.process(&m, after, after + 1000, &metrics) {
+        let outcomes = engine.process(&m, after, after + 1000, &metrics);
+        for (host, d) in engine.missing_devices() {
+            assert_eq!(host, "big");
+            missing.push((after + 1000, d.device.clone(), d.summary()));
+        }
+        for o in outcomes {
             let Outcome::Scored(w) = o else { continue };
             if let Some(Event::Opened(ep)) = w.event.as_deref() {
                 opened.push((w.end_ms, ep.subsystem.clone()));
@@ -122,5 +129,32 @@ fn the_service_alerts_on_each_device_fault_and_names_the_device() {
     assert!(
         false_alerts.len() <= 1,
         "alerts with no fault: {false_alerts:#?}"
+    );
+    // The GPU off the bus is missing by itself, within a window's length and a pass of its
+    // start, until it is back; no other device is ever missing.
+    let off = fs.iter().find(|f| f.name == "gpu7_off_the_bus").unwrap();
+    for (at, device, summary) in &missing {
+        assert_eq!(device, "gpu 7", "{summary} at {at}");
+        assert!(
+            *at > off.start_ms && *at <= off.end_ms + 1000,
+            "{summary} at {at}"
+        );
+        assert!(summary.ends_with("7 of 8 devices report"), "{summary}");
+    }
+    let first = missing
+        .first()
+        .map(|(at, ..)| (at - off.start_ms) as f64 / 1000.0);
+    eprintln!(
+        "gpu 7 missing from {first:?} s after it left, {} passes",
+        missing.len()
+    );
+    assert!(
+        first.is_some_and(|s| s <= 5.0),
+        "gpu 7 not missing within 5 s: {first:?}"
+    );
+    assert!(
+        missing.len() as i64 >= (off.end_ms - off.start_ms) / 1000 - 5,
+        "gpu 7 missing in too few passes: {}",
+        missing.len()
     );
 }

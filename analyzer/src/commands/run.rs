@@ -8,6 +8,7 @@
 
 mod alerts;
 mod cgroups;
+mod devices;
 mod group;
 mod metric_set;
 mod start;
@@ -103,6 +104,8 @@ pub struct Service {
     culprits: alerts::Culprits,
     /// Episode events of this pass, for the alerts and reports, in order.
     pending: Vec<Event>,
+    /// Alert keys of the devices missing now ([`devices`]).
+    devices_missing: std::collections::BTreeSet<String>,
 }
 
 impl Service {
@@ -248,6 +251,8 @@ impl Service {
         self.sweep_silent_hosts(target);
         // Hosts against each other (persistent deviations, DESIGN step 7) and regime changes.
         self.group_outputs(&mut batch);
+        // CPUs, GPUs and NUMA nodes that stopped reporting while their siblings go on.
+        self.device_outputs();
         self.report_warmup();
         self.checkpoint.analyzed_until_ms = target;
         self.checkpoint.open_episodes = self.engine.open_episodes();

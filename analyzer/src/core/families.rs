@@ -30,6 +30,7 @@ use ndarray::Array2;
 
 use crate::core::labels::parse_channel;
 use crate::core::matrix::{Channel, HostMatrix, Kind, MetricType};
+use crate::core::presence::FixedFamily;
 
 /// Labels that name one device of a family: the ones its members differ in. Every other label
 /// (`mode`, `counter`, `model`) keeps families apart.
@@ -186,6 +187,9 @@ pub struct Folded {
     pub members: HostMatrix,
     /// Each `devices` channel's family (the first family that counted those devices).
     pub counted: BTreeMap<String, String>,
+    /// The families of fixed hardware (CPUs, GPUs, NUMA nodes), folded or not, with each
+    /// device's last sample: what [`crate::core::presence`] reads to find one gone.
+    pub fixed: Vec<FixedFamily>,
 }
 
 /// A device against its siblings in one window (see [`Folded::siblings`]).
@@ -248,7 +252,11 @@ pub fn fold(m: &HostMatrix, p: &FamilyParams) -> Folded {
     }
     let min = p.min_devices.max(2);
     let mut folded_groups = Vec::new();
+    let mut fixed = Vec::new();
     for (key, (kind, members)) in groups {
+        if members.len() >= 2 && names_fixed_hardware(&parse_channel(&key).1) {
+            fixed.push(FixedFamily::new(&key, m, &members));
+        }
         // A family of mixed kinds (a label value that names an error among traffic) or too
         // few members keeps its channels.
         let same_kind = members.iter().all(|(r, _)| m.channels[*r].kind == kind);
@@ -344,9 +352,7 @@ pub fn fold(m: &HostMatrix, p: &FamilyParams) -> Folded {
             // is counted as an event channel: steady through the baseline, its first change
             // — a GPU fallen off the bus — is scored. Disks and network interfaces come and go
             // (hot plug, a container's veth), and their count is a channel like any other.
-            let fixed = labels
-                .iter()
-                .any(|(k, v)| v == ALL_DEVICES && FIXED_DEVICE_LABELS.contains(&k.as_str()));
+            let fixed = names_fixed_hardware(&labels);
             channels.push(Channel {
                 name: render(name, &l),
                 metric: first.metric.clone(),
@@ -405,7 +411,16 @@ pub fn fold(m: &HostMatrix, p: &FamilyParams) -> Folded {
             non_finite_samples: 0,
         },
         counted,
+        fixed,
     }
+}
+
+/// Whether a family key's labels hold its device label on hardware that stays while the host
+/// runs ([`FIXED_DEVICE_LABELS`]).
+fn names_fixed_hardware(labels: &[(String, String)]) -> bool {
+    labels
+        .iter()
+        .any(|(k, v)| v == ALL_DEVICES && FIXED_DEVICE_LABELS.contains(&k.as_str()))
 }
 
 /// The device labels of `c` that `p` names, joined: `device,port`.

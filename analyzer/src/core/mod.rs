@@ -19,6 +19,7 @@ pub mod hold;
 pub mod labels;
 pub mod matrix;
 pub mod pipeline;
+pub mod presence;
 pub mod prune;
 pub mod regime;
 pub mod score;

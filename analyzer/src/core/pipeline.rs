@@ -39,7 +39,7 @@ use crate::core::episodes::tracker::severity;
 use crate::core::episodes::{merge_episodes, Episode};
 pub use crate::core::episodes::{Evidence, FlaggedWindow};
 use crate::core::families::{fold, FamilyParams, Folded};
-use crate::core::features::{least_change, Extractor, FeatureConfig, FeatureMatrix};
+use crate::core::features::{least_change, single, Extractor, FeatureConfig, FeatureMatrix};
 use crate::core::fit::{fit_with, Baseline};
 use crate::core::matrix::{HostMatrix, Kind, Subsystem};
 use crate::core::regime::RegimeParams;
@@ -203,7 +203,8 @@ pub fn analyze_host(raw: &HostMatrix, p: &AnalyzeParams) -> HostAnalysis {
         .filter(|&c| detectors.scores(fm.columns[c].feature))
         .collect();
     out.summary.feature_columns = scored.len();
-    let x = fm.values.select(Axis(1), &scored);
+    // At the precision the service keeps (`single`): the same scores offline and live.
+    let x = fm.values.select(Axis(1), &scored).mapv(single);
     let set = detectors.for_columns(
         &scored
             .iter()

@@ -16,9 +16,10 @@ use crate::core::detect::DetectorsConfig;
 use crate::core::episodes::tracker::{Event, Tracker, TrackerParams};
 use crate::core::episodes::OpenEpisode;
 use crate::core::families::{fold, FamilyParams, KnownDevices};
-use crate::core::features::{least_change, Extractor, Feature, FeatureConfig};
+use crate::core::features::{least_change, single, Extractor, Feature, FeatureConfig};
 use crate::core::fit::{fit_with_alerts, Baseline, Fitted};
 use crate::core::matrix::{HostMatrix, Kind, Subsystem};
+use crate::core::presence::{MissingDevice, Presence};
 use crate::core::regime::{LeftOut, RegimeChange, RegimeParams, RegimeTracker, RegimeWindow};
 use crate::core::score::Scorer;
 use crate::core::window::{plan_windows, SkipReason, WindowConfig};
@@ -116,6 +117,8 @@ struct HostState {
     seen_until_ms: i64,
     /// The devices of its families, so that one gone for a whole pass is still named.
     known: KnownDevices,
+    /// When each CPU, GPU and NUMA node last reported ([`Engine::missing_devices`]).
+    presence: Presence,
 }
 
 /// Hosts without series in the latest pass ([`Engine::sweep`]).
@@ -191,6 +194,21 @@ impl Engine {
             regime_events: Vec::new(),
             background: None,
         }
+    }
+
+    /// The CPUs, GPUs and NUMA nodes of each host that have sent nothing for a window's length
+    /// while their siblings went on, as of the host's latest pass ([`crate::core::presence`]).
+    pub fn missing_devices(&self) -> Vec<(String, MissingDevice)> {
+        let gone_ms = self.params.window.window_ms;
+        self.hosts
+            .iter()
+            .flat_map(|(name, h)| {
+                h.presence
+                    .missing(h.seen_until_ms, gone_ms)
+                    .into_iter()
+                    .map(move |m| (name.clone(), m))
+            })
+            .collect()
     }
 
     /// Fits the baselines of scored windows in the background from now on (`refit`): the
@@ -408,6 +426,8 @@ impl Engine {
         host.seen_until_ms = host.seen_until_ms.max(until);
         host.known
             .observe(&folded, until, until - self.params.baseline_ms);
+        host.presence
+            .observe(&folded.fixed, until - self.params.baseline_ms);
         // Map this pass's columns into the host's layout, growing it for new channels.
         let set = self.params.detectors.clone().unwrap_or_default();
         let scored: Vec<usize> = fm
@@ -445,7 +465,8 @@ impl Engine {
             }
             let mut row = vec![f64::NAN; host.layout.len()];
             for &(c, idx) in &map {
-                row[idx] = fm.values[[wi, c]];
+                // As precise as the baseline keeps it.
+                row[idx] = single(fm.values[[wi, c]]);
             }
             // A column left out whose time is up is scored again against a baseline that has
             // learned where it is now: the baseline is refitted first.
@@ -461,7 +482,7 @@ impl Engine {
                     .any(|(s, e)| win.end_ms > *s && win.end_ms <= *e);
                 // Reference for regime changes (never one itself: it was not scored).
                 observe_regime(host, &self.params, win.end_ms, false, &row);
-                host.ring.push(win.end_ms, row, excluded, excluded);
+                host.ring.push(win.end_ms, &row, excluded, excluded);
                 trim(host, &self.params, win.end_ms);
                 out.push(Outcome::Skipped {
                     end_ms: win.end_ms,
@@ -504,7 +525,7 @@ impl Engine {
             metrics.phase("score", t1.elapsed().as_secs_f64());
             let flagged = score.agreement >= self.params.episodes.min_agreement;
             let change = observe_regime(host, &self.params, win.end_ms, flagged, &row);
-            host.ring.push(win.end_ms, row, flagged, false);
+            host.ring.push(win.end_ms, &row, flagged, false);
             trim(host, &self.params, win.end_ms);
             score.event = self.tracker.observe(score.verdict()).map(Box::new);
             if let Some(Event::Opened(ep) | Event::Extended(ep)) = score.event.as_deref() {
@@ -698,7 +719,7 @@ fn maybe_fit(
     let mut x = Array2::from_elem((rows.len(), width), f64::NAN);
     for (i, (r, _)) in rows.iter().enumerate() {
         for (j, v) in r.iter().enumerate() {
-            x[[i, j]] = *v;
+            x[[i, j]] = f64::from(*v);
         }
     }
     if let Some(slot) = slot {

@@ -157,6 +157,7 @@ pub fn deviation_finding(f: &HostDeviation) -> Finding {
         hint: crate::core::crosshost::explaining(f.subsystem, &f.evidence).map(|(_, h)| h),
         cgroup: None,
         cgroups: None,
+        device: None,
         start: at(f.since_ms),
         last_window_end: at(f.last_ms),
     }
@@ -180,6 +181,7 @@ pub fn regime_finding(ev: &RegimeEvent) -> (Finding, SystemTime) {
         hint: None,
         cgroup: None,
         cgroups: None,
+        device: None,
         start: at(ev.change.start_ms),
         last_window_end: at(ev.change.detected_ms),
     };

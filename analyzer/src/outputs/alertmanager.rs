@@ -38,7 +38,7 @@ fn ser_time<S: serde::Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Erro
 /// What the analyzer knows about a finding; [`AlertSender`] turns it into [`Alert`]s.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Finding {
-    /// `RevealAnomaly`, `RevealHostDeviation` or `RevealRegimeChange`.
+    /// `RevealAnomaly`, `RevealHostDeviation`, `RevealRegimeChange` or `RevealDeviceMissing`.
     pub alertname: &'static str,
     pub instance: String,
     pub subsystem: String,
@@ -59,6 +59,9 @@ pub struct Finding {
     /// What the cgroups say, in words (the cause and the cgroups that stalled): the
     /// `cgroups` annotation, also appended to the summary.
     pub cgroups: Option<String>,
+    /// The device the finding is about (`gpu 7`): the alert's `device` label, so that two
+    /// devices of one host are two alerts. Absent for findings about the host.
+    pub device: Option<String>,
     pub start: SystemTime,
     /// End of the latest flagged window.
     pub last_window_end: SystemTime,
@@ -74,6 +77,7 @@ impl Finding {
         ]
         .into_iter()
         .chain(self.cgroup.as_deref().map(|c| ("cgroup", c)))
+        .chain(self.device.as_deref().map(|d| ("device", d)))
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect()
     }

@@ -86,6 +86,7 @@ fn finding(ep: &OpenEpisode, subsystem: &str, culprit: Option<&Culprit>) -> Find
         hint: ep.hints.get(subsystem).cloned(),
         cgroup: culprit.and_then(Culprit::cause_cgroup).map(str::to_string),
         cgroups,
+        device: None,
         start: at(ep.start_ms),
         last_window_end: at(ep.last_flagged_ms),
     }

@@ -156,6 +156,7 @@ impl Service {
                 empty_entries: Default::default(),
                 culprits: Default::default(),
                 pending,
+                devices_missing: Default::default(),
             },
             server_task,
         ))

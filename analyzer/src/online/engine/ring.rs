@@ -3,14 +3,19 @@
 
 use std::collections::VecDeque;
 
+use crate::core::features::single;
+
 /// The most of a baseline that alerts keep out of it: one part in this many.
 const ALERTED_OUT_DIV: usize = 4;
 
 /// One window of the baseline.
 struct Row {
     end_ms: i64,
-    /// Features in the host's layout order at the time.
-    values: Vec<f64>,
+    /// Features in the host's layout order at the time, in single precision: the baseline is
+    /// most of what the analyzer holds for a host (a wide host's 1,500 features over 1,800
+    /// windows: 22 MB in double precision), and every row is scored at that precision too
+    /// ([`single`]), so a feature steady through the baseline is steady to the bit.
+    values: Box<[f32]>,
     /// Flagged by enough detectors.
     flagged: bool,
     /// Part of an episode (an alert).
@@ -23,11 +28,12 @@ pub(super) struct Ring {
 }
 
 impl Ring {
-    /// Appends the window ending at `end_ms` (windows come in time order).
-    pub fn push(&mut self, end_ms: i64, values: Vec<f64>, flagged: bool, alerted: bool) {
+    /// Appends the window ending at `end_ms` (windows come in time order), its values rounded
+    /// to single precision.
+    pub fn push(&mut self, end_ms: i64, values: &[f64], flagged: bool, alerted: bool) {
         self.rows.push_back(Row {
             end_ms,
-            values,
+            values: values.iter().map(|&v| single(v) as f32).collect(),
             flagged,
             alerted,
         });
@@ -102,7 +108,7 @@ impl Ring {
         now_ms: i64,
         settled_ms: i64,
         keep_flagged: bool,
-    ) -> Vec<(&Vec<f64>, bool)> {
+    ) -> Vec<(&[f32], bool)> {
         let mut room = self.rows.len() / ALERTED_OUT_DIV;
         let mut out = vec![false; self.rows.len()];
         for (i, r) in self.rows.iter().enumerate().rev() {
@@ -115,7 +121,7 @@ impl Ring {
             .iter()
             .zip(&out)
             .filter(|(r, out)| !**out && (keep_flagged || !r.flagged))
-            .map(|(r, _)| (&r.values, r.alerted && r.end_ms > now_ms - settled_ms))
+            .map(|(r, _)| (&*r.values, r.alerted && r.end_ms > now_ms - settled_ms))
             .collect()
     }
 }
@@ -128,20 +134,23 @@ mod tests {
     fn alert_windows_leave_the_fit_once_settled_and_at_most_a_quarter() {
         let mut ring = Ring::default();
         for t in 0..100 {
-            ring.push(t, vec![t as f64], false, false);
+            ring.push(t, &[t as f64], false, false);
         }
         // Two alerts: windows 10–39 (30 rows) and 90–94 (5 rows).
         ring.mark_alerted(10, 39);
         ring.mark_alerted(90, 94);
         assert_eq!(ring.alerted(), 35);
         let firsts =
-            |rows: Vec<(&Vec<f64>, bool)>| rows.iter().map(|r| r.0[0] as i64).collect::<Vec<_>>();
+            |rows: Vec<(&[f32], bool)>| rows.iter().map(|r| r.0[0] as i64).collect::<Vec<_>>();
         // At 99, with 50 to settle: the first alert is settled, the second is not; the
         // quarter (25 rows) is spent on the newest settled windows, 15–39.
         let kept = firsts(ring.fit_rows(99, 50, true));
         assert_eq!(kept.len(), 75);
         assert!(kept.contains(&14) && !kept.contains(&15) && !kept.contains(&39));
         assert!(kept.contains(&90), "not settled yet");
+        assert_eq!(single(0.1), 0.1f32 as f64);
+        assert_eq!(single(1e300), f32::MAX as f64);
+        assert!(single(f64::NAN).is_nan());
         // Kept in, but known as an alert's that has not settled: it sets no held bar. The
         // oldest alert's windows that count again (10–14) are the baseline's like any other.
         let marked = ring.fit_rows(99, 50, true);

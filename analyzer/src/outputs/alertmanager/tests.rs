@@ -15,6 +15,7 @@ fn finding(instance: &str, subsystem: &str, severity: &'static str) -> Finding {
         hint: Some("CPU demand rose: check what runs".into()),
         cgroup: None,
         cgroups: None,
+        device: None,
         start,
         last_window_end: start + Duration::from_secs(3),
     }
