@@ -42,7 +42,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EVAL = os.path.join(ROOT, "scripts", "evaluate")
 FAULTS = {  # name: (expected subsystem, strings of which a claim must hold one to name the device)
     "gpu5_throttled": ("gpu", ["gpu 5", 'gpu="5"']),
-    "irqs_on_4_cpus": ("cpu", ["cpu %d" % c for c in range(4)] + ['cpu="%d"' % c for c in range(4)]),
+    "irqs_on_4_cpus": ("cpu", ["cpu %d at" % c for c in range(4)] + ['cpu="%d"' % c for c in range(4)]),
     "nvme3n1_slow": ("storage", ["nvme3n1"]),
     "ib_mlx5_2_errors": ("network", ["mlx5_2"]),
     "numa_node1_remote": ("memory", ["node 1", 'node="1"']),
@@ -140,11 +140,18 @@ def config_files(out, ports, metric_set, warmup):
 
 
 def device_table(out, faults):
-    """Per fault, from the flagged windows: two detectors, subsystem, device named."""
+    """Per fault, from the flagged windows: two detectors, subsystem, device named (in a
+    window's claims or in the fault's alert)."""
     windows = []
     path = os.path.join(out, "analyzer", "state", "reports", "windows.jsonl")
     if os.path.exists(path):
         windows = [json.loads(l) for l in open(path) if l.strip()]
+    # The alerts as Alertmanager held them: a device that the windows' evidence reads only as
+    # an aggregate (the busiest CPU) is named in the alert, asked of Prometheus per device.
+    alerts = []
+    path = os.path.join(out, "analyzer", "alerts.json")
+    if os.path.exists(path):
+        alerts = json.load(open(path))
     rows = ["| fault | windows with ≥ 2 detectors | detectors | largest subsystem share | device named | claim |",
             "| --- | ---: | --- | --- | --- | --- |"]
     summary = []
@@ -157,7 +164,9 @@ def device_table(out, faults):
         top = max(share, key=share.get) if share else "-"
         strings = FAULTS[f["name"]][1]
         text = lambda w: " ".join([w.get("summary", ""), w.get("description", "")] + [c for _, c in w["claims"]])
-        named = None if not strings else any(s in text(w) for w in mine for s in strings)
+        raised = " ".join(a.get("summary", "") for a in alerts
+                          if f["start_ms"] <= a.get("first_seen_ms", 0) <= f["end_ms"] + 10000)
+        named = None if not strings else any(s in text(w) or s in raised for w in mine for s in strings)
         # The claim of the window nearest the fault's middle (the first ones hold little of it).
         mid = (f["start_ms"] + f["end_ms"]) / 2
         claim = next((c for w in sorted(mine, key=lambda w: abs(w["end_ms"] - mid))
@@ -286,7 +295,7 @@ def main():
         subprocess.run([sys.executable, os.path.join(EVAL, "score.py"), out], check=True)
         table, summary = device_table(out, faults)
         with open(os.path.join(out, "results.md"), "a") as f:
-            f.write("\n### Per-device findings (flagged windows, `analyzer/state/reports/windows.jsonl`)\n\n" + table + "\n")
+            f.write("\n### Per-device findings (flagged windows, `analyzer/state/reports/windows.jsonl`, and the fault's alert)\n\n" + table + "\n")
         json.dump(summary, open(os.path.join(out, "devices.json"), "w"), indent=1)
         print("\n" + table)
     finally:

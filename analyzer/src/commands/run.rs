@@ -9,6 +9,7 @@
 mod alerts;
 mod cgroups;
 mod devices;
+mod drilldown;
 mod group;
 mod metric_set;
 mod start;
@@ -102,6 +103,9 @@ pub struct Service {
     empty_entries: crate::ingest::prometheus::entries::EmptyEntries,
     /// What the cgroups said of each open alert ([`cgroups`]), asked once per alert.
     culprits: alerts::Culprits,
+    /// Which devices each open alert's evidence points at ([`drilldown`]), asked once per
+    /// alert.
+    named: alerts::Named,
     /// Episode events of this pass, for the alerts and reports, in order.
     pending: Vec<Event>,
     /// Alert keys of the devices missing now ([`devices`]).
@@ -451,15 +455,17 @@ impl Service {
             match ev {
                 Event::Opened(ep) | Event::Extended(ep) => {
                     self.ask_cgroups(&ep).await;
+                    self.ask_devices(&ep).await;
                     let now = self.clock.now();
                     if let Some(tx) = self.alerts.as_mut() {
-                        alerts::upsert_alerts(tx, &ep, now, &self.culprits);
+                        alerts::upsert_alerts(tx, &ep, now, &self.culprits, &self.named);
                     }
                 }
                 Event::Closed(ep) => {
                     self.ask_cgroups(&ep).await;
+                    self.ask_devices(&ep).await;
                     if let Some(r) = self.reports.as_mut() {
-                        r.episode(&alerts::with_cgroups(&ep, &self.culprits));
+                        r.episode(&alerts::with_cgroups(&ep, &self.culprits, &self.named));
                     }
                     for sub in alerts::alerted(&ep) {
                         let key = alerts::alert_key(&ep, sub);
@@ -467,6 +473,7 @@ impl Service {
                             tx.resolve(&key, at(ep.last_flagged_ms));
                         }
                         self.culprits.remove(&key);
+                        self.named.remove(&key);
                     }
                 }
             }
@@ -507,6 +514,43 @@ impl Service {
                 tracing::info!(episode = %ep.id, subsystem = sub, cgroups = %c.sentence(), "cgroups behind the alert");
             }
             self.culprits.insert(key, culprit);
+        }
+    }
+
+    /// Asks once per alerted subsystem of `ep` which devices its evidence points at, where
+    /// the evidence is a channel the metric set aggregates over devices ([`drilldown`]).
+    /// Only a Prometheus source can be asked; a question that fails or takes longer than
+    /// [`drilldown::TIMEOUT`] names nothing (logged).
+    async fn ask_devices(&mut self, ep: &crate::core::episodes::OpenEpisode) {
+        let Input::Prometheus(p) = &self.input else {
+            return;
+        };
+        let (client, host_label) = (p.client().clone(), p.host_label().to_string());
+        for sub in alerts::alerted(ep) {
+            let key = alerts::alert_key(ep, sub);
+            if self.named.contains_key(&key) {
+                continue;
+            }
+            let asked = tokio::time::timeout(
+                drilldown::TIMEOUT,
+                drilldown::lookup(&client, &host_label, &self.config.metrics, ep, sub),
+            )
+            .await;
+            let named = match asked {
+                Ok(Ok(n)) => n.map(|s| s.sentence()),
+                Ok(Err(e)) => {
+                    tracing::warn!(episode = %ep.id, subsystem = sub, error = %e, "could not ask which devices are behind the alert");
+                    None
+                }
+                Err(_) => {
+                    tracing::warn!(episode = %ep.id, subsystem = sub, "asking which devices are behind the alert took too long");
+                    None
+                }
+            };
+            if let Some(n) = &named {
+                tracing::info!(episode = %ep.id, subsystem = sub, devices = %n, "devices behind the alert");
+            }
+            self.named.insert(key, named);
         }
     }
 

@@ -8,6 +8,7 @@ pub mod clock;
 pub mod crosshost;
 pub mod culprit;
 pub mod detect;
+pub mod drilldown;
 pub mod duration;
 pub mod episodes;
 pub mod eval;

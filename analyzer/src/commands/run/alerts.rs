@@ -26,46 +26,63 @@ pub(super) fn alert_key(ep: &OpenEpisode, subsystem: &str) -> String {
 /// What the cgroups said of each alert, by alert key (`None`: nothing to say).
 pub(super) type Culprits = BTreeMap<String, Option<Culprit>>;
 
-/// One alert per alerted subsystem of the episode, naming the cgroup behind it where
-/// `culprits` has one.
+/// The devices each alert's evidence points at, in words, by alert key ([`super::drilldown`];
+/// `None`: nothing stands apart, or nothing to ask).
+pub(super) type Named = BTreeMap<String, Option<String>>;
+
+/// The claim of `subsystem` with the devices it points at, where there are.
+fn claim_with_devices(ep: &OpenEpisode, subsystem: &str, named: &Named) -> String {
+    let claim = ep
+        .claims
+        .get(subsystem)
+        .cloned()
+        .unwrap_or_else(|| ep.summary.clone());
+    match named.get(&alert_key(ep, subsystem)) {
+        Some(Some(devices)) => format!("{claim} — by device: {devices}"),
+        _ => claim,
+    }
+}
+
+/// One alert per alerted subsystem of the episode, naming the devices (`named`) and the
+/// cgroup (`culprits`) behind it where there are.
 pub(super) fn upsert_alerts(
     tx: &mut AlertSender,
     ep: &OpenEpisode,
     now: SystemTime,
     culprits: &Culprits,
+    named: &Named,
 ) {
     for sub in alerted(ep) {
         let key = alert_key(ep, sub);
         let culprit = culprits.get(&key).and_then(Option::as_ref);
-        tx.upsert(&key, finding(ep, sub, culprit), now);
+        let claim = claim_with_devices(ep, sub, named);
+        tx.upsert(&key, finding(ep, sub, claim, culprit), now);
     }
 }
 
-/// The episode as its report records it: each alerted subsystem's claim followed by what
-/// the cgroups said.
-pub(super) fn with_cgroups(ep: &OpenEpisode, culprits: &Culprits) -> OpenEpisode {
+/// The episode as its report records it: each alerted subsystem's claim followed by the
+/// devices it points at and what the cgroups said.
+pub(super) fn with_cgroups(ep: &OpenEpisode, culprits: &Culprits, named: &Named) -> OpenEpisode {
     let mut ep = ep.clone();
     for sub in alerted(&ep)
         .into_iter()
         .map(str::to_string)
         .collect::<Vec<_>>()
     {
+        let mut claim = claim_with_devices(&ep, &sub, named);
         if let Some(Some(c)) = culprits.get(&alert_key(&ep, &sub)) {
             if !c.is_empty() {
-                let claim = ep.claims.get(&sub).cloned().unwrap_or(ep.summary.clone());
-                ep.claims.insert(sub, format!("{claim} — {}", c.sentence()));
+                claim = format!("{claim} — {}", c.sentence());
             }
+        }
+        if ep.claims.contains_key(&sub) || claim != ep.summary {
+            ep.claims.insert(sub, claim);
         }
     }
     ep
 }
 
-fn finding(ep: &OpenEpisode, subsystem: &str, culprit: Option<&Culprit>) -> Finding {
-    let claim = ep
-        .claims
-        .get(subsystem)
-        .cloned()
-        .unwrap_or_else(|| ep.summary.clone());
+fn finding(ep: &OpenEpisode, subsystem: &str, claim: String, culprit: Option<&Culprit>) -> Finding {
     let culprit = culprit.filter(|c| !c.is_empty());
     let cgroups = culprit.map(Culprit::sentence);
     Finding {

@@ -155,6 +155,7 @@ impl Service {
                 duplicates_reported: Default::default(),
                 empty_entries: Default::default(),
                 culprits: Default::default(),
+                named: Default::default(),
                 pending,
                 devices_missing: Default::default(),
             },
