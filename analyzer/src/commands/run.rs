@@ -537,7 +537,7 @@ impl Service {
             )
             .await;
             let named = match asked {
-                Ok(Ok(n)) => n.map(|s| s.sentence()),
+                Ok(Ok(n)) => n,
                 Ok(Err(e)) => {
                     tracing::warn!(episode = %ep.id, subsystem = sub, error = %e, "could not ask which devices are behind the alert");
                     None

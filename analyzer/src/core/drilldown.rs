@@ -3,12 +3,13 @@
 //! `max without (cpu) (rate(reveal_cpu_interrupts_total[1s]))`, one series where 96 would
 //! cost every pass — so its evidence names no device. When an alert's evidence is such a
 //! channel, the service asks Prometheus once, at the alert, for the expression inside the
-//! aggregation device by device, and the alert names the devices that stand apart from the
-//! rest: "cpu 0 at 24612/s, cpu 1 at 24580/s … while the median of 96 CPUs is 41/s".
+//! aggregation device by device, during the episode and in the minute before it, and the
+//! alert names the devices that moved: "cpu 3 at 60507/s (899/s before), cpu 2 at 60099/s
+//! (901/s before) … of 96 CPUs". A device that is always the busiest is not named for it.
 //!
 //! Pure: the expression's shape ([`PerDevice::parse`]), the questions to ask
-//! ([`PerDevice::queries`]), which devices stand apart in the answers ([`standouts`]) and
-//! the words ([`Standouts::sentence`]). The asking is `commands::run::drilldown`.
+//! ([`PerDevice::queries`]), which devices moved in the answers ([`standouts`]) and the
+//! words ([`Standouts::sentence`]). The asking is `commands::run::drilldown`.
 
 use crate::core::families::format_value;
 use crate::core::labels::parse_channel;
@@ -86,22 +87,40 @@ impl PerDevice {
         }
     }
 
-    /// The three questions, each answered once per host (`host_label`) and per label set the
-    /// aggregate keeps (`keep`: a busy-cores channel per mode keeps `mode`): the extreme
-    /// [`MAX_NAMED`] devices, the median and the count.
-    pub fn queries(&self, host_label: &str, keep: &[&str], up: bool) -> [String; 3] {
+    /// The four questions, each answered per host (`host_label`) and per label set the
+    /// aggregate keeps (`keep`: a busy-cores channel per mode keeps `mode`), asked at the
+    /// episode's last flagged window: the [`MAX_NAMED`] devices that rose most (fell most
+    /// when not `up`) from their mean over the minute before the episode (`start_ms_ago`
+    /// before the question) to their mean during it (over `during_ms`), their two means,
+    /// and how many devices answer.
+    pub fn queries(
+        &self,
+        host_label: &str,
+        keep: &[&str],
+        up: bool,
+        during_ms: i64,
+        start_ms_ago: i64,
+    ) -> [String; 4] {
         let mut by = vec![host_label];
         by.extend(
             keep.iter()
                 .filter(|k| **k != host_label && **k != self.label),
         );
         let by = by.join(", ");
-        let extreme = if up { "topk" } else { "bottomk" };
         let inner = &self.inner;
+        let during = format!("avg_over_time(({inner})[{}ms:1s])", during_ms.max(1000));
+        let before = format!(
+            "avg_over_time(({inner})[{BEFORE_MS}ms:1s] offset {}ms)",
+            start_ms_ago.max(0)
+        );
+        let extreme = if up { "topk" } else { "bottomk" };
+        let moved = format!("{extreme} by ({by}) ({MAX_NAMED}, {during} - {before})");
+        let of_moved = format!("on ({by}, {}) ({moved})", self.label);
         [
-            format!("{extreme} by ({by}) ({MAX_NAMED}, {inner})"),
-            format!("quantile by ({by}) (0.5, {inner})"),
+            format!("{during} and {of_moved}"),
+            format!("{before} and {of_moved}"),
             format!("count by ({by}) ({inner})"),
+            moved,
         ]
     }
 
@@ -140,70 +159,64 @@ fn matching_close(s: &str) -> Option<usize> {
     None
 }
 
-/// The devices that stand apart from their siblings, in the answers' terms.
+/// How far back "before the episode" reaches.
+pub const BEFORE_MS: i64 = 60_000;
+
+/// What Prometheus answered for one host: the devices that moved most, each with its mean
+/// during the episode and before it, and how many devices answer.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Answers {
+    /// (device, during, before), any order.
+    pub moved: Vec<(String, f64, f64)>,
+    pub count: usize,
+}
+
+/// The devices that moved while their siblings did not.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Standouts {
     /// The device label (`cpu`).
     pub label: String,
-    /// (device, value), the most extreme first.
-    pub devices: Vec<(String, f64)>,
-    /// Devices answering, and their median.
+    /// (device, during, before), the largest move first.
+    pub devices: Vec<(String, f64, f64)>,
+    /// Devices answering.
     pub count: usize,
-    pub median: f64,
-    pub up: bool,
     /// Unit: the metric read and whether per second.
     pub metric: String,
     pub per_second: bool,
 }
 
-/// What Prometheus answered for one host: the extreme devices (any order), the median of
-/// all of them, and how many answered.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Answers {
-    pub extremes: Vec<(String, f64)>,
-    pub median: f64,
-    pub count: usize,
-}
-
-/// From the answers (the metric read, `metric`, gives the unit): the devices
-/// at least halfway from the median to the most extreme one, when that one is apart from
-/// the median by more than a quarter of the larger of the two (an idle CPU at 0 beside
-/// busy ones; 25,000 interrupts a second beside 40). `None` when nothing stands apart — a
-/// load on every device, a family of one or two — or the answers are empty.
+/// From the answers (the metric read, `metric`, gives the unit): the devices that moved in
+/// the direction `up` by more than a quarter of the larger of their two means (0 → anything,
+/// 900 → 60,000 interrupts a second; not 4,000 → 4,200) and by at least half the largest
+/// such move. `None` when no device moved so, when more than half of them did (the family
+/// moved as a whole: a load on every CPU), for a family of one or two, or for no answer.
 pub fn standouts(p: &PerDevice, up: bool, a: Answers, metric: &str) -> Option<Standouts> {
-    let Answers {
-        mut extremes,
-        median,
-        count,
-    } = a;
-    extremes.retain(|(_, v)| v.is_finite());
-    // Two devices have no median to stand apart from: each is as far from it as the other.
-    if count < 3 || !median.is_finite() || extremes.is_empty() {
-        return None;
-    }
     let sign = if up { 1.0 } else { -1.0 };
-    extremes.sort_by(|a, b| (sign * b.1).total_cmp(&(sign * a.1)).then(a.0.cmp(&b.0)));
-    let top = extremes[0].1;
-    let spread = sign * (top - median);
-    if spread <= 0.25 * top.abs().max(median.abs()) {
+    let mut moved: Vec<(String, f64, f64)> = a
+        .moved
+        .into_iter()
+        .filter(|(_, d, b)| {
+            d.is_finite() && b.is_finite() && sign * (d - b) > 0.25 * d.abs().max(b.abs())
+        })
+        .collect();
+    if a.count < 3 || moved.is_empty() {
         return None;
     }
-    let devices: Vec<(String, f64)> = extremes
+    let change = |x: &(String, f64, f64)| sign * (x.1 - x.2);
+    moved.sort_by(|x, y| change(y).total_cmp(&change(x)).then(x.0.cmp(&y.0)));
+    let largest = change(&moved[0]);
+    let devices: Vec<(String, f64, f64)> = moved
         .into_iter()
-        .filter(|(_, v)| sign * (v - median) >= 0.5 * spread)
+        .filter(|x| change(x) >= 0.5 * largest)
         .take(MAX_NAMED)
         .collect();
-    // More than half the devices apart from their own median cannot happen; a named set
-    // that large says the family moved as a whole.
-    if devices.len() * 2 > count {
+    if devices.len() * 2 > a.count {
         return None;
     }
     Some(Standouts {
         label: p.label.clone(),
         devices,
-        count,
-        median,
-        up,
+        count: a.count,
         metric: metric.to_string(),
         per_second: p.per_second(),
     })
@@ -219,13 +232,15 @@ impl Standouts {
         }
     }
 
-    /// "cpu 0 at 24612/s, cpu 1 at 24580/s while the median of 96 CPUs is 41/s".
+    /// "cpu 3 at 60507/s (899/s before), cpu 2 at 60099/s (901/s before) of 96 CPUs".
     pub fn sentence(&self) -> String {
         let f = |v: f64| format_value(&self.metric, v, self.per_second);
         let named: Vec<String> = self
             .devices
             .iter()
-            .map(|(d, v)| format!("{} at {}", self.device(d), f(*v)))
+            .map(|(d, now, before)| {
+                format!("{} at {} ({} before)", self.device(d), f(*now), f(*before))
+            })
             .collect();
         let more = if self.devices.len() == MAX_NAMED {
             " and maybe more"
@@ -238,12 +253,7 @@ impl Standouts {
             "device" => "devices".to_string(),
             other => format!("{other}s"),
         };
-        format!(
-            "{}{more} while the median of {} {plural} is {}",
-            named.join(", "),
-            self.count,
-            f(self.median)
-        )
+        format!("{}{more} of {} {plural}", named.join(", "), self.count)
     }
 }
 

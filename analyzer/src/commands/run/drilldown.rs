@@ -1,14 +1,15 @@
 //! Which devices, asked of Prometheus when an alert is about to go out
 //! ([`crate::core::drilldown`]): the first channel of the alert's evidence that the metric
-//! set reads as `AGG without (LABEL) (INNER)` is asked again device by device — the extreme
-//! devices, their median and count, three instant questions at the episode's last flagged
-//! window — and the devices that stand apart are named in the alert. Once per alert; a
+//! set reads as `AGG without (LABEL) (INNER)` is asked again device by device — the devices
+//! that moved most from the minute before the episode to the episode, their two means and
+//! the count, four instant questions at the episode's last flagged window — and the devices
+//! that moved while their siblings did not are named in the alert. Once per alert; a
 //! question that fails names nothing.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::core::drilldown::{channels_in, standouts, Answers, PerDevice, Standouts};
+use crate::core::drilldown::{channels_in, standouts, Answers, PerDevice};
 use crate::core::episodes::OpenEpisode;
 use crate::ingest::kinds::MetricSpec;
 use crate::ingest::promapi::{PromClient, PromError, Series};
@@ -41,17 +42,20 @@ async fn instant(
         .collect())
 }
 
-/// The devices behind `subsystem`'s alert of `ep`, where its evidence is a channel the
-/// metric set aggregates over devices and some of them stand apart.
+/// The devices behind `subsystem`'s alert of `ep`, in words, where its evidence is a
+/// channel the metric set aggregates over devices and some of them moved alone. The claim's
+/// own channel is asked first; another of the episode's channels is named with its devices.
 pub async fn lookup(
     client: &PromClient,
     host_label: &str,
     metrics: &[MetricSpec],
     ep: &OpenEpisode,
     subsystem: &str,
-) -> Result<Option<Standouts>, PromError> {
+) -> Result<Option<String>, PromError> {
     let claim = ep.claims.get(subsystem).unwrap_or(&ep.summary);
     let text = format!("{claim}; {}", ep.description);
+    let own = channels_in(claim, subsystem).next().map(|c| c.0);
+    let mut asked = std::collections::BTreeSet::new();
     for (name, keep, rose) in channels_in(&text, subsystem) {
         let Some((spec, p)) = metrics.iter().find_map(|m| {
             (m.channel_name() == name)
@@ -61,21 +65,31 @@ pub async fn lookup(
             continue;
         };
         let up = p.looks_up(rose);
+        if !asked.insert((name, keep.clone(), up)) {
+            continue;
+        }
         let keys: Vec<&str> = keep.iter().map(|(k, _)| k.as_str()).collect();
-        let [extreme, median, count] = p.queries(host_label, &keys, up);
         let at = ep.last_flagged_ms;
+        let [during, before, count, _] =
+            p.queries(host_label, &keys, up, at - ep.start_ms, at - ep.start_ms);
         let host = ep.instance.as_str();
-        let (extreme, median, count) = tokio::try_join!(
-            instant(client, &extreme, at, host_label, host, &keep),
-            instant(client, &median, at, host_label, host, &keep),
+        let (during, before, count) = tokio::try_join!(
+            instant(client, &during, at, host_label, host, &keep),
+            instant(client, &before, at, host_label, host, &keep),
             instant(client, &count, at, host_label, host, &keep),
         )?;
+        let before: BTreeMap<String, f64> = before
+            .into_iter()
+            .filter_map(|(labels, v)| Some((labels.get(&p.label)?.clone(), v)))
+            .collect();
         let answers = Answers {
-            extremes: extreme
+            moved: during
                 .into_iter()
-                .filter_map(|(labels, v)| Some((labels.get(&p.label)?.clone(), v)))
+                .filter_map(|(labels, v)| {
+                    let d = labels.get(&p.label)?;
+                    Some((d.clone(), v, *before.get(d)?))
+                })
                 .collect(),
-            median: median.first().map_or(f64::NAN, |m| m.1),
             count: count.first().map_or(0, |c| c.1 as usize),
         };
         // The metric the inner expression reads gives the unit.
@@ -85,7 +99,11 @@ pub async fn lookup(
             ..spec.clone()
         };
         if let Some(s) = standouts(&p, up, answers, &inner.channel_name()) {
-            return Ok(Some(s));
+            return Ok(Some(if own == Some(name) {
+                s.sentence()
+            } else {
+                format!("{name}: {}", s.sentence())
+            }));
         }
     }
     Ok(None)

@@ -48,28 +48,33 @@ fn other_shapes_name_no_device() {
 }
 
 #[test]
-fn the_questions_keep_the_host_and_the_channels_labels() {
-    let [top, median, count] = irq().queries("instance", &["job", "cpu"], true);
-    assert_eq!(
-        top,
-        "topk by (instance, job) (8, rate(reveal_cpu_interrupts_total[1s]))"
+fn the_questions_compare_each_device_with_itself_before_the_episode() {
+    let [during, before, count, moved] =
+        irq().queries("instance", &["job", "cpu"], true, 5_000, 5_000);
+    let inner = "rate(reveal_cpu_interrupts_total[1s])";
+    let d = format!("avg_over_time(({inner})[5000ms:1s])");
+    let b = format!("avg_over_time(({inner})[60000ms:1s] offset 5000ms)");
+    assert_eq!(moved, format!("topk by (instance, job) (8, {d} - {b})"));
+    assert_eq!(during, format!("{d} and on (instance, job, cpu) ({moved})"));
+    assert_eq!(before, format!("{b} and on (instance, job, cpu) ({moved})"));
+    assert_eq!(count, format!("count by (instance, job) ({inner})"));
+    let [_, _, _, low] = irq().queries("host", &[], false, 0, -3);
+    assert!(
+        low.starts_with("bottomk by (host) (8, avg_over_time(("),
+        "{low}"
     );
-    assert_eq!(
-        median,
-        "quantile by (instance, job) (0.5, rate(reveal_cpu_interrupts_total[1s]))"
+    assert!(
+        low.contains("[1000ms:1s]") && low.contains("offset 0ms)"),
+        "{low}"
     );
-    assert_eq!(
-        count,
-        "count by (instance, job) (rate(reveal_cpu_interrupts_total[1s]))"
-    );
-    let [low, _, _] = irq().queries("host", &[], false);
-    assert!(low.starts_with("bottomk by (host) (8, "), "{low}");
 }
 
-fn answers(extremes: &[(&str, f64)], median: f64, count: usize) -> Answers {
+fn answers(moved: &[(&str, f64, f64)], count: usize) -> Answers {
     Answers {
-        extremes: extremes.iter().map(|(d, v)| (d.to_string(), *v)).collect(),
-        median,
+        moved: moved
+            .iter()
+            .map(|(d, n, b)| (d.to_string(), *n, *b))
+            .collect(),
         count,
     }
 }
@@ -78,77 +83,74 @@ fn answers(extremes: &[(&str, f64)], median: f64, count: usize) -> Answers {
 fn interrupts_pinned_to_four_cpus_name_the_four() {
     let a = answers(
         &[
-            ("2", 24_500.0),
-            ("0", 24_612.0),
-            ("3", 24_400.0),
-            ("1", 24_580.0),
-            ("57", 60.0),
-            ("12", 55.0),
-            ("80", 52.0),
-            ("9", 50.0),
+            ("2", 24_500.0, 40.0),
+            ("0", 24_612.0, 41.0),
+            ("3", 24_400.0, 45.0),
+            ("1", 24_580.0, 38.0),
+            // Always the busiest, and no busier now: not named.
+            ("12", 4_200.0, 4_000.0),
+            ("57", 60.0, 41.0),
         ],
-        41.0,
         96,
     );
     let s = standouts(&irq(), true, a, "reveal_cpu_interrupts_total").unwrap();
-    let names: Vec<&str> = s.devices.iter().map(|(d, _)| d.as_str()).collect();
+    let names: Vec<&str> = s.devices.iter().map(|(d, _, _)| d.as_str()).collect();
     assert_eq!(names, ["0", "1", "2", "3"]);
     assert_eq!(
         s.sentence(),
-        "cpu 0 at 24612/s, cpu 1 at 24580/s, cpu 2 at 24500/s, cpu 3 at 24400/s while the \
-         median of 96 CPUs is 41.0/s"
+        "cpu 0 at 24612/s (41.0/s before), cpu 1 at 24580/s (38.0/s before), cpu 2 at 24500/s \
+         (40.0/s before), cpu 3 at 24400/s (45.0/s before) of 96 CPUs"
     );
 }
 
 #[test]
-fn a_family_that_moved_as_a_whole_names_nobody() {
-    // Every CPU saturated: the busiest is the median.
-    let all = answers(&[("0", 1.0), ("1", 1.0), ("2", 0.99)], 0.98, 96);
+fn devices_that_are_always_the_busiest_or_moved_together_name_nobody() {
+    // The usual busiest CPUs, a little busier: no device moved by itself.
+    let usual = answers(&[("0", 4_200.0, 4_000.0), ("12", 4_100.0, 3_950.0)], 96);
+    assert_eq!(standouts(&irq(), true, usual, "x_total"), None);
+    // Every CPU saturated: more than half of them moved.
+    let all: Vec<(String, f64, f64)> = (0..8).map(|c| (c.to_string(), 1.0, 0.2)).collect();
+    let all = Answers {
+        moved: all,
+        count: 8,
+    };
     assert_eq!(
         standouts(&irq(), true, all, "reveal_cpu_busy_seconds_total"),
         None
     );
-    // A family of one or two has no median to stand apart from; no answer says nothing.
-    let one = answers(&[("0", 5000.0)], 5000.0, 1);
-    assert_eq!(standouts(&irq(), true, one, "x_total"), None);
-    let two = answers(&[("0", 5000.0), ("1", 10.0)], 2505.0, 2);
+    // A family of one or two has no siblings to move apart from; no answer says nothing.
+    let two = answers(&[("0", 5000.0, 10.0)], 2);
     assert_eq!(standouts(&irq(), true, two, "x_total"), None);
     assert_eq!(standouts(&irq(), true, Answers::default(), "x_total"), None);
-    let nan = answers(&[("0", f64::NAN)], 3.0, 4);
+    let nan = answers(&[("0", f64::NAN, 3.0)], 4);
     assert_eq!(standouts(&irq(), true, nan, "x_total"), None);
 }
 
 #[test]
-fn the_quietest_devices_are_named_for_a_minimum() {
+fn a_device_that_fell_is_named_for_a_minimum() {
     let p =
         PerDevice::parse("min without (cpu) (rate(reveal_cpu_busy_seconds_total[1s]))").unwrap();
     assert!(!p.looks_up(true));
-    let a = answers(&[("7", 0.0), ("8", 0.31), ("9", 0.33)], 0.35, 16);
+    let a = answers(&[("7", 0.0, 0.34), ("8", 0.31, 0.33)], 16);
     let s = standouts(&p, false, a, "reveal_cpu_busy_seconds_total").unwrap();
-    assert_eq!(s.devices, [("7".to_string(), 0.0)]);
-    assert_eq!(
-        s.sentence(),
-        "cpu 7 at 0 % while the median of 16 CPUs is 35.0 %"
-    );
+    assert_eq!(s.devices, [("7".to_string(), 0.0, 0.34)]);
+    assert_eq!(s.sentence(), "cpu 7 at 0 % (34.0 % before) of 16 CPUs");
 }
 
 #[test]
-fn many_apart_are_capped_and_said_so() {
-    let mut ex: Vec<(String, f64)> = (0..8).map(|i| (format!("nvme{i}n1"), 0.9)).collect();
-    ex.push(("nvme8n1".into(), 0.01));
+fn many_that_moved_are_capped_and_said_so() {
+    let mut moved: Vec<(String, f64, f64)> =
+        (0..9).map(|i| (format!("nvme{i}n1"), 0.9, 0.02)).collect();
+    moved.push(("nvme9n1".into(), 0.03, 0.02));
     let p =
         PerDevice::parse("max without (device) (rate(reveal_storage_io_time_seconds_total[1s]))")
             .unwrap();
-    let a = Answers {
-        extremes: ex,
-        median: 0.01,
-        count: 24,
-    };
+    let a = Answers { moved, count: 24 };
     let s = standouts(&p, true, a, "reveal_storage_io_time_seconds_total").unwrap();
     assert_eq!(s.devices.len(), MAX_NAMED);
     assert!(
         s.sentence()
-            .ends_with("nvme7n1 at 90.0 % and maybe more while the median of 24 devices is 1.00 %"),
+            .ends_with("nvme7n1 at 90.0 % (2.00 % before) and maybe more of 24 devices"),
         "{}",
         s.sentence()
     );
