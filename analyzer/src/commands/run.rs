@@ -547,8 +547,8 @@ impl Service {
                     None
                 }
             };
-            if let Some(n) = &named {
-                tracing::info!(episode = %ep.id, subsystem = sub, devices = %n, "devices behind the alert");
+            if let Some((channel, n)) = &named {
+                tracing::info!(episode = %ep.id, subsystem = sub, %channel, devices = %n, "devices behind the alert");
             }
             self.named.insert(key, named);
         }

@@ -26,9 +26,9 @@ pub(super) fn alert_key(ep: &OpenEpisode, subsystem: &str) -> String {
 /// What the cgroups said of each alert, by alert key (`None`: nothing to say).
 pub(super) type Culprits = BTreeMap<String, Option<Culprit>>;
 
-/// The devices each alert's evidence points at, in words, by alert key ([`super::drilldown`];
-/// `None`: nothing stands apart, or nothing to ask).
-pub(super) type Named = BTreeMap<String, Option<String>>;
+/// The devices each alert's evidence points at, by alert key ([`super::drilldown`]): the
+/// channel asked and the devices in words (`None`: nothing stands apart, or nothing to ask).
+pub(super) type Named = BTreeMap<String, Option<(String, String)>>;
 
 /// The claim of `subsystem` with the devices it points at, where there are.
 fn claim_with_devices(ep: &OpenEpisode, subsystem: &str, named: &Named) -> String {
@@ -38,7 +38,18 @@ fn claim_with_devices(ep: &OpenEpisode, subsystem: &str, named: &Named) -> Strin
         .cloned()
         .unwrap_or_else(|| ep.summary.clone());
     match named.get(&alert_key(ep, subsystem)) {
-        Some(Some(devices)) => format!("{claim} — by device: {devices}"),
+        // The claim may have moved to another channel since the question: the devices then
+        // say whose they are.
+        Some(Some((channel, devices))) => {
+            let own = claim
+                .strip_prefix(channel.as_str())
+                .is_some_and(|rest| rest.starts_with(['{', ' ', ':']));
+            if own {
+                format!("{claim} — by device: {devices}")
+            } else {
+                format!("{claim} — by device: {channel}: {devices}")
+            }
+        }
         _ => claim,
     }
 }
@@ -106,5 +117,55 @@ fn finding(ep: &OpenEpisode, subsystem: &str, claim: String, culprit: Option<&Cu
         device: None,
         start: at(ep.start_ms),
         last_window_end: at(ep.last_flagged_ms),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn episode(claim: &str) -> OpenEpisode {
+        OpenEpisode {
+            id: "h@1".into(),
+            instance: "h".into(),
+            start_ms: 0,
+            last_flagged_ms: 3000,
+            peak_agreement: 3,
+            subsystem: "cpu".into(),
+            subsystems: vec!["cpu".into()],
+            claims: [("cpu".to_string(), claim.to_string())].into(),
+            hints: BTreeMap::new(),
+            severity: "critical".into(),
+            summary: claim.into(),
+            description: claim.into(),
+            detectors: "zscore, pca".into(),
+        }
+    }
+
+    #[test]
+    fn devices_follow_the_claim_and_say_whose_they_are_when_it_moved() {
+        let irq = "reveal_cpu_interrupts_rate_busiest_cpu{job=\"reveal\"} (cpu): maximum higher";
+        let named: Named = [(
+            "h@1/cpu".to_string(),
+            Some((
+                "reveal_cpu_interrupts_rate_busiest_cpu".to_string(),
+                "cpu 3 at 900/s (10/s before) of 4 CPUs".to_string(),
+            )),
+        )]
+        .into();
+        assert_eq!(
+            claim_with_devices(&episode(irq), "cpu", &named),
+            format!("{irq} — by device: cpu 3 at 900/s (10/s before) of 4 CPUs")
+        );
+        // A later, stronger window's claim is another channel (a prefix of the name is not it).
+        let total = "reveal_cpu_interrupts_rate{job=\"reveal\"} (cpu): standard deviation higher";
+        assert_eq!(
+            claim_with_devices(&episode(total), "cpu", &named),
+            format!(
+                "{total} — by device: reveal_cpu_interrupts_rate_busiest_cpu: cpu 3 at 900/s \
+                 (10/s before) of 4 CPUs"
+            )
+        );
+        assert_eq!(claim_with_devices(&episode(irq), "cpu", &Named::new()), irq);
     }
 }

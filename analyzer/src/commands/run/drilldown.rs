@@ -42,19 +42,18 @@ async fn instant(
         .collect())
 }
 
-/// The devices behind `subsystem`'s alert of `ep`, in words, where its evidence is a
-/// channel the metric set aggregates over devices and some of them moved alone. The claim's
-/// own channel is asked first; another of the episode's channels is named with its devices.
+/// The channel asked and the devices behind `subsystem`'s alert of `ep`, in words, where
+/// its evidence is a channel the metric set aggregates over devices and some of them moved
+/// alone. The claim's own channel is asked first, then the episode's other channels.
 pub async fn lookup(
     client: &PromClient,
     host_label: &str,
     metrics: &[MetricSpec],
     ep: &OpenEpisode,
     subsystem: &str,
-) -> Result<Option<String>, PromError> {
+) -> Result<Option<(String, String)>, PromError> {
     let claim = ep.claims.get(subsystem).unwrap_or(&ep.summary);
     let text = format!("{claim}; {}", ep.description);
-    let own = channels_in(claim, subsystem).next().map(|c| c.0);
     let mut asked = std::collections::BTreeSet::new();
     for (name, keep, rose) in channels_in(&text, subsystem) {
         let Some((spec, p)) = metrics.iter().find_map(|m| {
@@ -99,11 +98,7 @@ pub async fn lookup(
             ..spec.clone()
         };
         if let Some(s) = standouts(&p, up, answers, &inner.channel_name()) {
-            return Ok(Some(if own == Some(name) {
-                s.sentence()
-            } else {
-                format!("{name}: {}", s.sentence())
-            }));
+            return Ok(Some((name.to_string(), s.sentence())));
         }
     }
     Ok(None)
