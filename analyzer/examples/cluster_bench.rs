@@ -127,7 +127,8 @@ async fn main() -> anyhow::Result<()> {
         &config.metrics,
         step,
         &p.host_label,
-    )?;
+    )?
+    .with_settle(2 * a.delay.0.as_millis() as i64);
     // REVEAL_BENCH_WHOLE_SPAN=1: every pass asks for its whole span, as before the source
     // kept its answers (for a side-by-side run on the same data).
     let whole = std::env::var("REVEAL_BENCH_WHOLE_SPAN").is_ok_and(|v| v == "1");

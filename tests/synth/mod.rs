@@ -100,8 +100,19 @@ pub fn noise(step: i64, channel: u64) -> f64 {
 /// step `k` of the 100 ms grid (time `k · 100` ms).
 pub fn feed(
     url: String,
+    sample: impl FnMut(&mut Batch, i64) + Send + 'static,
+    stop: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<()> {
+    feed_held(url, sample, stop, Arc::new(AtomicBool::new(false)))
+}
+
+/// [`feed`], writing nothing while `hold` is set: the samples of that time land together
+/// once it is cleared, late, as a stalled scrape or a remote-write batch held back would.
+pub fn feed_held(
+    url: String,
     mut sample: impl FnMut(&mut Batch, i64) + Send + 'static,
     stop: Arc<AtomicBool>,
+    hold: Arc<AtomicBool>,
 ) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -112,6 +123,10 @@ pub fn feed(
         let mut w = RemoteWriter::new(client, url, 1 << 22);
         let mut next = (now_ms() - 240_000) / 100;
         while !stop.load(Ordering::Relaxed) {
+            if hold.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
+            }
             let until = now_ms() / 100;
             let mut b = Batch::default();
             while next <= until {

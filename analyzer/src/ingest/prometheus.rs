@@ -7,6 +7,10 @@
 //! one stride of new windows. The source keeps the previous answers and asks only for the
 //! grid points it does not hold yet, then trims the kept ones to the new span
 //! ([`reuse`]); any other range (history, a gap after a failed pass) is asked for whole.
+//! The newest points it holds are asked for again ([`PrometheusSource::with_settle`]): a
+//! sample that landed after the previous pass read its point (a slow scrape, remote write in
+//! batches) showed there as the sample before it — a flat step, and for a counter a zero
+//! increase and then a double one — and kept, that would stay in the next windows too.
 //!
 //! Series carry no type over the query API: a series that still has its `__name__` and whose
 //! name ends in `_total` is taken as a raw counter (the matrix turns it into per-step
@@ -46,6 +50,8 @@ pub struct PrometheusSource {
     kept: Option<(i64, i64, Vec<Matrix>)>,
     /// Whether `kept` answers are reused (on unless [`PrometheusSource::whole_spans`]).
     reuse: bool,
+    /// The newest span of a kept answer that is asked for again ([`Self::with_settle`]).
+    settle_ms: i64,
 }
 
 /// First grid point at or after `t`.
@@ -134,6 +140,7 @@ impl PrometheusSource {
             last_series: Vec::new(),
             kept: None,
             reuse: true,
+            settle_ms: 0,
         })
     }
 
@@ -141,6 +148,15 @@ impl PrometheusSource {
     /// kept answers, for measuring the difference.
     pub fn whole_spans(mut self) -> Self {
         self.reuse = false;
+        self
+    }
+
+    /// Asks again for the points of a kept answer within `settle_ms` of its newest one: the
+    /// service passes twice its `delay`, so a sample up to three delays late (read as the
+    /// sample before it when its point was first asked for) costs only the window scored
+    /// before it landed, not the next ones that hold its point as well.
+    pub fn with_settle(mut self, settle_ms: i64) -> Self {
+        self.settle_ms = settle_ms.max(0);
         self
     }
 
@@ -174,14 +190,15 @@ impl PrometheusSource {
         let kept = self.kept.take().filter(|_| self.reuse);
         let out = match kept {
             Some((k0, k1, old)) if k0 <= start && start <= k1 + step && end >= k1 => {
-                let fresh = if end > k1 {
-                    self.query_points(k1 + step, end).await?
+                let from = ask_from(start, end, k1, step, self.settle_ms);
+                let fresh = if end >= from {
+                    self.query_points(from, end).await?
                 } else {
                     vec![Matrix::default(); self.specs.len()]
                 };
                 old.into_iter()
                     .zip(fresh)
-                    .map(|(o, f)| reuse(o, f, start))
+                    .map(|(o, f)| reuse(o, f, start, from))
                     .collect()
             }
             _ => self.query_points(start, end).await?,
@@ -240,6 +257,17 @@ impl PrometheusSource {
     }
 }
 
+/// The first grid point to ask for when the points up to `held` are kept from the previous
+/// answer and the points `start..=end` are needed: the point after `held`, less the held
+/// points within `settle_ms` of it (asked for again), never before `start`; past `end` when
+/// nothing new is needed.
+pub fn ask_from(start: i64, end: i64, held: i64, step: i64, settle_ms: i64) -> i64 {
+    if end <= held {
+        return end + step;
+    }
+    (held + step - align_up(settle_ms.max(0), step)).max(start)
+}
+
 /// Hosts whose series come from more than one scrape job: the same metric with the same
 /// labels but for `job` under one host label value, as when two targets are relabeled to the
 /// same `instance`. Their channels would be mixed into one host; the service reports them.
@@ -275,11 +303,11 @@ pub fn duplicate_hosts(results: &[Matrix], host_label: &str) -> BTreeMap<String,
     out
 }
 
-/// The kept answer `old` trimmed to the points from `keep_from` on, with the newer points of
-/// `fresh` appended to each series; series new in `fresh` are added, and series absent from
-/// it keep their remaining points (they went stale or vanished; their gap shows as missing
-/// samples, as in a whole answer).
-pub fn reuse(old: Matrix, fresh: Matrix, keep_from: i64) -> Matrix {
+/// The kept answer `old` trimmed to the points in `[keep_from, fresh_from)`, with the points
+/// of `fresh` (asked for from `fresh_from` on) appended to each series; series new in `fresh`
+/// are added, and series absent from it keep their remaining points (they went stale or
+/// vanished; their gap shows as missing samples, as in a whole answer).
+pub fn reuse(old: Matrix, fresh: Matrix, keep_from: i64, fresh_from: i64) -> Matrix {
     let mut by_labels: BTreeMap<BTreeMap<String, String>, Vec<(i64, f64)>> = old
         .series
         .into_iter()
@@ -287,7 +315,7 @@ pub fn reuse(old: Matrix, fresh: Matrix, keep_from: i64) -> Matrix {
             let samples: Vec<(i64, f64)> = s
                 .samples
                 .into_iter()
-                .filter(|(t, _)| *t >= keep_from)
+                .filter(|(t, _)| *t >= keep_from && *t < fresh_from)
                 .collect();
             (s.labels, samples)
         })
@@ -551,7 +579,7 @@ mod tests {
             ],
             "new",
         );
-        let got = reuse(old, fresh, 200);
+        let got = reuse(old, fresh, 200, 500);
         let by: BTreeMap<&str, Vec<(i64, f64)>> = got
             .series
             .iter()
@@ -570,6 +598,58 @@ mod tests {
         assert_eq!(by["new"], pts(2..7), "new series, trimmed to the span too");
         assert!(!by.contains_key("gone"), "nothing left in the span");
         assert_eq!(got.warnings, ["new"]);
+    }
+
+    #[test]
+    fn the_newest_held_points_are_asked_for_again_and_replace_the_kept_ones() {
+        // Held up to 1000 ms at a 100 ms step; the next pass needs 400..=2000.
+        assert_eq!(
+            ask_from(400, 2000, 1000, 100, 0),
+            1100,
+            "only the new points"
+        );
+        assert_eq!(
+            ask_from(400, 2000, 1000, 100, 400),
+            700,
+            "the newest 400 ms again"
+        );
+        assert_eq!(
+            ask_from(400, 2000, 1000, 100, 350),
+            700,
+            "settle rounds up to a step"
+        );
+        assert_eq!(
+            ask_from(400, 2000, 1000, 100, 5000),
+            400,
+            "never before the span"
+        );
+        assert_eq!(
+            ask_from(400, 1000, 1000, 100, 400),
+            1100,
+            "nothing new: nothing asked"
+        );
+        // The point at 400 ms read before its sample landed (the sample before it, 3.0) is
+        // replaced by the answer asked for again; the points before it are kept.
+        let pts = |v: &[(i64, f64)]| v.to_vec();
+        let old = Matrix {
+            series: vec![series(
+                &[("instance", "a")],
+                &pts(&[(200, 2.0), (300, 3.0), (400, 3.0)]),
+            )],
+            warnings: vec![],
+        };
+        let fresh = Matrix {
+            series: vec![series(
+                &[("instance", "a")],
+                &pts(&[(400, 4.0), (500, 5.0)]),
+            )],
+            warnings: vec![],
+        };
+        let got = reuse(old, fresh, 300, 400);
+        assert_eq!(
+            got.series[0].samples,
+            pts(&[(300, 3.0), (400, 4.0), (500, 5.0)])
+        );
     }
 
     #[test]

@@ -70,7 +70,8 @@ impl Service {
                 tracing::info!(%shard, host_label = %p.host_label, "analyzing one shard of the hosts");
             }
             let source = PrometheusSource::new(client, &config.metrics, step_ms, &p.host_label)?
-                .with_shard(shard);
+                .with_shard(shard)
+                .with_settle(2 * a.delay.0.as_millis() as i64);
             super::metric_set::check_at_start(&source).await?;
             Input::Prometheus(Box::new(source))
         } else if let Some(s) = &config.source.scrape {
