@@ -537,7 +537,12 @@ impl Service {
             )
             .await;
             let named = match asked {
-                Ok(Ok(n)) => n,
+                Ok(Ok(found)) => {
+                    if found.named.is_none() && !found.asked.is_empty() {
+                        tracing::info!(episode = %ep.id, subsystem = sub, asked = %found.asked.join("; "), "no device stands apart behind the alert");
+                    }
+                    found.named
+                }
                 Ok(Err(e)) => {
                     tracing::warn!(episode = %ep.id, subsystem = sub, error = %e, "could not ask which devices are behind the alert");
                     None

@@ -42,6 +42,15 @@ async fn instant(
         .collect())
 }
 
+/// What [`lookup`] found: the channel and the devices behind the alert in words, and what
+/// each channel asked answered (for the log when nobody is named).
+#[derive(Debug, Default)]
+pub struct Found {
+    pub named: Option<(String, String)>,
+    /// `channel: N devices answered, the largest change X` for each channel asked.
+    pub asked: Vec<String>,
+}
+
 /// The channel asked and the devices behind `subsystem`'s alert of `ep`, in words, where
 /// its evidence is a channel the metric set aggregates over devices and some of them moved
 /// alone. The claim's own channel is asked first, then the episode's other channels.
@@ -51,7 +60,8 @@ pub async fn lookup(
     metrics: &[MetricSpec],
     ep: &OpenEpisode,
     subsystem: &str,
-) -> Result<Option<(String, String)>, PromError> {
+) -> Result<Found, PromError> {
+    let mut found = Found::default();
     let claim = ep.claims.get(subsystem).unwrap_or(&ep.summary);
     let text = format!("{claim}; {}", ep.description);
     let mut asked = std::collections::BTreeSet::new();
@@ -81,6 +91,15 @@ pub async fn lookup(
             .into_iter()
             .filter_map(|(labels, v)| Some((labels.get(&p.label)?.clone(), v)))
             .collect();
+        let largest = during
+            .iter()
+            .filter_map(|(labels, v)| Some(v - before.get(labels.get(&p.label)?)?))
+            .map(|c| if up { c } else { -c })
+            .fold(f64::NAN, f64::max);
+        found.asked.push(format!(
+            "{name}: {} devices answered, the largest change {largest:.4}",
+            during.len()
+        ));
         let answers = Answers {
             moved: during
                 .into_iter()
@@ -98,8 +117,9 @@ pub async fn lookup(
             ..spec.clone()
         };
         if let Some(s) = standouts(&p, up, answers, &inner.channel_name()) {
-            return Ok(Some((name.to_string(), s.sentence())));
+            found.named = Some((name.to_string(), s.sentence()));
+            return Ok(found);
         }
     }
-    Ok(None)
+    Ok(found)
 }
