@@ -314,26 +314,36 @@ impl Counters {
     }
 }
 
-#[test]
-fn counter_resets_and_wraps_are_not_flagged_and_a_burst_after_them_is_found() {
-    if prometheus::available().is_none() || alertmanager::available().is_none() {
-        return;
-    }
+/// Prometheus, a webhook behind Alertmanager, the synthetic host with its counters written
+/// (in `phase`, and nothing while `hold` is set) and an analyzer reading the gauges and both
+/// counters, ready; with the feeder's stop flag and thread and the counters' events.
+#[allow(clippy::type_complexity)]
+fn counters_stack(
+    phase: Arc<AtomicU8>,
+    hold: Arc<AtomicBool>,
+) -> (
+    Prom,
+    Recorder,
+    Alertmanager,
+    Analyzer,
+    Arc<AtomicBool>,
+    std::thread::JoinHandle<()>,
+    Arc<std::sync::Mutex<(Vec<i64>, Vec<i64>)>>,
+) {
     let prom = Prom::start();
     let hook = Recorder::start();
     let am = Alertmanager::with_webhook(&format!("{}/hook", hook.url()));
-    let phase = Arc::new(AtomicU8::new(STEADY));
     let stop = Arc::new(AtomicBool::new(false));
-    let p = phase.clone();
     let mut state = Counters::default();
     let events = state.events.clone();
-    let feeder = synth::feed(
+    let feeder = synth::feed_held(
         format!("{}/api/v1/write", prom.url()),
         move |batch, k| {
             gauges(batch, k, Host::default());
-            state.sample(batch, k, p.load(Ordering::Relaxed));
+            state.sample(batch, k, phase.load(Ordering::Relaxed));
         },
         stop.clone(),
+        hold,
     );
     std::thread::sleep(Duration::from_secs(2));
     let metrics = format!(
@@ -347,6 +357,17 @@ fn counter_resets_and_wraps_are_not_flagged_and_a_burst_after_them_is_found() {
         || an.status("/-/ready") == 200,
         || an.logs(),
     );
+    (prom, hook, am, an, stop, feeder, events)
+}
+
+#[test]
+fn counter_resets_and_wraps_are_not_flagged_and_a_burst_after_them_is_found() {
+    if prometheus::available().is_none() || alertmanager::available().is_none() {
+        return;
+    }
+    let phase = Arc::new(AtomicU8::new(STEADY));
+    let (prom, hook, _am, an, stop, feeder, events) =
+        counters_stack(phase.clone(), Arc::new(AtomicBool::new(false)));
 
     // 45 s of resets every 10 s, and a wrap of the 32-bit counter every 29 s.
     phase.store(RESETS, Ordering::Relaxed);
@@ -408,33 +429,9 @@ fn samples_landing_late_are_read_again_and_open_no_episode() {
     if prometheus::available().is_none() || alertmanager::available().is_none() {
         return;
     }
-    let prom = Prom::start();
-    let hook = Recorder::start();
-    let am = Alertmanager::with_webhook(&format!("{}/hook", hook.url()));
-    let stop = Arc::new(AtomicBool::new(false));
     let hold = Arc::new(AtomicBool::new(false));
-    let mut state = Counters::default();
-    let feeder = synth::feed_held(
-        format!("{}/api/v1/write", prom.url()),
-        move |batch, k| {
-            gauges(batch, k, Host::default());
-            state.sample(batch, k, STEADY);
-        },
-        stop.clone(),
-        hold.clone(),
-    );
-    std::thread::sleep(Duration::from_secs(2));
-    let metrics = format!(
-        "{GAUGES}  - expr: synth_network_received_bytes_total\n    subsystem: network\n    kind: dynamic\n  \
-         - expr: synth_network_transmit_bytes_total\n    subsystem: network\n    kind: dynamic\n"
-    );
-    let an = Analyzer::start(&config(&prom.url(), &am.url(), &metrics));
-    wait(
-        "ready",
-        Duration::from_secs(60),
-        || an.status("/-/ready") == 200,
-        || an.logs(),
-    );
+    let (prom, _hook, _am, an, stop, feeder, _) =
+        counters_stack(Arc::new(AtomicU8::new(STEADY)), hold.clone());
 
     // For 45 s the writes stall for 300 ms every 2.7 s: their samples land up to about half
     // a second late, after the pass that first reads their points (the default delay is
