@@ -4,6 +4,7 @@
     scripts/big_host_table.py [--scrapes 200] [--baseline 30m] [--passes 40] [--out DIR]
                               [--selection FILE] [--metric-set FILE] [--no-build]
                               [--compare-families] [--before-bench PATH] [--fast FILE]
+                              [--before-metric-set FILE]
 
 Generates a fixture root of a 2-socket, 96-CPU host with 2 NUMA nodes, 8 NVMe disks, 4
 InfiniBand ports and 8 GPUs (scripts/big_host_fixture.py) into a temporary directory, and
@@ -170,7 +171,7 @@ def with_cpu_counters(page, cpus):
     return page.replace("# EOF\n", "") + "\n".join(lines) + "\n"
 
 
-def analyze(label, page, args, out, analysis_extra="", before_bench=None):
+def analyze(label, page, args, out, analysis_extra="", before=False):
     d = os.path.join(out, label)
     os.makedirs(d, exist_ok=True)
     template = os.path.join(d, "template.prom")
@@ -178,9 +179,11 @@ def analyze(label, page, args, out, analysis_extra="", before_bench=None):
         f.write(page)
     ns = argparse.Namespace(baseline=args.baseline, passes=args.passes, template=template, compare=False,
                             compare_fit=False, refit_every=None, metric_set=os.path.join(out, "analyzer.yml"),
-                            analysis_extra=analysis_extra, before_bench=before_bench)
+                            analysis_extra=analysis_extra,
+                            before_bench=args.before_bench if before else None,
+                            before_metric_set=args.before_metric_set if before else None)
     runs = scale_bench.run_one(ns, 1, d)
-    return (runs[0], runs[1]) if before_bench else runs[0]
+    return (runs[0], runs[1]) if before else runs[0]
 
 
 # Device families off: every per-device channel in the host's model, as before families.
@@ -283,11 +286,16 @@ def main():
     ap.add_argument("--before-bench", default=None,
                     help="an older build's cluster_bench (copied out of target/release/examples): "
                          "run first on the same Prometheus data, and both printed, before → after")
+    ap.add_argument("--before-metric-set", default=None, metavar="FILE",
+                    help="an older metric set: run first on the same Prometheus data, and both "
+                         "printed, before → after")
     ap.add_argument("--fast", default=None, metavar="FILE",
                     help="the analyzer reads what the stack stores at 100 ms: the fast page of "
                          "--metrics.fast FILE (deploy/selection-fast.yml); the full page's run "
                          "is printed beside it")
     args = ap.parse_args()
+    if args.before_bench and args.before_metric_set:
+        ap.error("--before-bench and --before-metric-set compare one thing each: give one")
     if not args.no_build:
         build()
     selection = args.selection or next(p for p in (os.path.join(ROOT, "deploy", "selection.yml"),
@@ -335,9 +343,8 @@ def main():
             if label == "big":
                 page = with_cpu_counters(page, h["shape"]["cpus"])
         print("%s: analyzer over %s of baseline ..." % (label, args.baseline), flush=True)
-        if args.before_bench:
-            h["analyzer_before"], h["analyzer"] = analyze(label, page, args, out,
-                                                          before_bench=args.before_bench)
+        if args.before_bench or args.before_metric_set:
+            h["analyzer_before"], h["analyzer"] = analyze(label, page, args, out, before=True)
         else:
             h["analyzer"] = analyze(label, page, args, out)
         if args.compare_families:
@@ -346,7 +353,7 @@ def main():
     text = table(hosts, selection, args.metric_set, entries)
     if args.compare_families:
         text += "\n" + families_table(hosts)
-    if args.before_bench:
+    if args.before_bench or args.before_metric_set:
         text += "\n" + families_table(hosts, "analyzer_before", "before → after")
     if args.fast:
         text += "\n" + families_table(hosts, "analyzer_full", "full page → fast page")

@@ -4,6 +4,7 @@
     scripts/scale_bench.py [--hosts 10,100,500] [--baseline 3m] [--passes 40] [--compare]
                            [--refit-every 10s --compare-fit]
                            [--template exporter/tests/golden/vm-debian.prom] [--out DIR]
+                           [--metric-set FILE] [--before-metric-set FILE]
 
 For each N: a fresh Prometheus 2.42 (remote-write receiver on, loopback, its own data
 directory); `cluster_load` writes N hosts' 100 ms series into it (history only, as fast as
@@ -11,8 +12,10 @@ Prometheus takes them: the baseline, then the passes), a 6 s fault every 12 s on
 during the passes (none in the baseline), and 2 hosts whose HugePages pool is half their
 peers'; then `cluster_bench` learns the
 baseline and runs PASSES one-second passes the way `reveal-analyzer run` does, with the
-metric set of deploy/analyzer.yml. Prometheus' own counters give the query side: CPU
-seconds and bytes of `query_range` answers during the passes.
+metric set of deploy/analyzer.yml (--metric-set). Prometheus' own counters give the query side:
+CPU seconds and bytes of `query_range` answers during the passes. With --before-metric-set
+FILE, each N first runs the passes with that metric set on the same data (before → after a
+change to the metric set's expressions).
 
 Prints a table (and writes DIR/results.md and DIR/N.json): per-pass wall time and its split,
 analyzer CPU per pass and per host, hosts per core, lag (delay + pass time, when a pass fits
@@ -81,6 +84,25 @@ def scraped(url, name):
     return total
 
 
+def write_config(args, url, metric_set, path):
+    """The analyzer's configuration for a run: METRIC_SET's file with the run's Prometheus,
+    baseline and analysis keys."""
+    with open(metric_set) as f:
+        text = f.read()
+    # A minute of history for 500 hosts takes Prometheus on 2 cores longer than the
+    # default 10 s to answer.
+    text = re.sub(r"(?m)^    url: .*$", "    url: %s\n    timeout: 60s" % url, text, count=1)
+    text = text.split("\noutputs:")[0]
+    text += "\nanalysis:\n  baseline: %s\n  warmup: %s\n" % (args.baseline, args.baseline)
+    if args.refit_every:
+        text += "  refit_every: %s\n" % args.refit_every
+    # More `analysis:` keys, indented as that section's (big_host_table.py --compare-families).
+    text += getattr(args, "analysis_extra", "") or ""
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
 def run_one(args, n, out):
     work = tempfile.mkdtemp(prefix="reveal-scale-%d-" % n)
     port = free_port()
@@ -105,21 +127,8 @@ def run_one(args, n, out):
         until = now - 2
         learn_from = until - (10 + baseline + args.passes + 5)
         score_from = learn_from + baseline
-        config = os.path.join(work, "analyzer.yml")
         metric_set = getattr(args, "metric_set", None) or os.path.join(ROOT, "deploy", "analyzer.yml")
-        with open(metric_set) as f:
-            text = f.read()
-        # A minute of history for 500 hosts takes Prometheus on 2 cores longer than the
-        # default 10 s to answer.
-        text = re.sub(r"(?m)^    url: .*$", "    url: %s\n    timeout: 60s" % url, text, count=1)
-        text = text.split("\noutputs:")[0]
-        text += "\nanalysis:\n  baseline: %s\n  warmup: %s\n" % (args.baseline, args.baseline)
-        if args.refit_every:
-            text += "  refit_every: %s\n" % args.refit_every
-        # More `analysis:` keys, indented as that section's (big_host_table.py --compare-families).
-        text += getattr(args, "analysis_extra", "") or ""
-        with open(config, "w") as f:
-            f.write(text)
+        config = write_config(args, url, metric_set, os.path.join(work, "analyzer.yml"))
         faults = os.path.join(out, "faults-%d.jsonl" % n)
         t0 = time.monotonic()
         print("N=%d: writing %d s of %d hosts ..." % (n, until - learn_from + 5, n), flush=True)
@@ -142,20 +151,26 @@ def run_one(args, n, out):
         if args.compare_fit:
             runs = [(False, True), (False, False)]
         # An older build's cluster_bench first, on the same data (big_host_table.py --before-bench).
-        benches = [(os.path.join(EXAMPLES, "cluster_bench"), w, i) for w, i in runs]
+        benches = [(os.path.join(EXAMPLES, "cluster_bench"), w, i, config) for w, i in runs]
         if getattr(args, "before_bench", None):
-            benches.insert(0, (args.before_bench, False, False))
-        for bench_bin, whole, inline in benches:
+            benches.insert(0, (args.before_bench, False, False, config))
+        # An older metric set first, on the same data (--before-metric-set).
+        before_set = getattr(args, "before_metric_set", None)
+        if before_set:
+            benches.insert(0, (os.path.join(EXAMPLES, "cluster_bench"), False, False,
+                               write_config(args, url, before_set, os.path.join(work, "before.yml"))))
+        for bench_bin, whole, inline, bench_config in benches:
             env = dict(os.environ, REVEAL_BENCH_WHOLE_SPAN="1" if whole else "0",
                        REVEAL_BENCH_INLINE_FIT="1" if inline else "0",
                        REVEAL_BENCH_PACE="1" if args.compare_fit else "0")
             bench = subprocess.run(
-                [bench_bin, config, str(learn_from),
+                [bench_bin, bench_config, str(learn_from),
                  str(score_from), str(args.passes), faults],
                 check=True, stdout=subprocess.PIPE, env=env,
                 stderr=open(os.path.join(out, "bench-%d.log" % n), "a"))
             r = json.loads(bench.stdout)
             r["prom_series"] = series
+            r["metric_set"] = before_set if bench_config != config else metric_set
             r["load_s"] = load_s
             results.append(r)
         with open(os.path.join(out, "%d.json" % n), "w") as f:
@@ -181,6 +196,11 @@ def main():
                     help="analysis.refit_every for the run (e.g. 10s)")
     ap.add_argument("--compare-fit", action="store_true",
                     help="paced passes, refits inline then in the background, on the same data")
+    ap.add_argument("--metric-set", default=None,
+                    help="the analyzer's metric set (default deploy/analyzer.yml)")
+    ap.add_argument("--before-metric-set", default=None, metavar="FILE",
+                    help="also run each N with this metric set first, on the same data (an older "
+                         "deploy/analyzer.yml: before → after)")
     args = ap.parse_args()
     for b in ("cluster_load", "cluster_bench"):
         if not os.path.exists(os.path.join(EXAMPLES, b)):
@@ -204,7 +224,9 @@ def main():
         # stride is caught up by the next, so only a mean pass over the stride falls behind.
         lag = "%.2f / %.2f" % (DELAY_S + r["pass_wall_p50_s"], DELAY_S + r["pass_wall_p99_s"])
         lines.append("| %d | %s | %.0f | %.3f / %.3f | %.3f / %.3f / %.3f | %.3f | %.2f | %.0f | %s | %.2f | %.3f | %.2f | %.2f | %d/%d | %s |" % (
-            r["hosts"], r["fetch"], r["channels_per_host"], r["pass_wall_p50_s"], r["pass_wall_p99_s"],
+            r["hosts"], r["fetch"] + ("" if not args.before_metric_set else (
+                ", before" if r["metric_set"] == args.before_metric_set else ", after")),
+            r["channels_per_host"], r["pass_wall_p50_s"], r["pass_wall_p99_s"],
             r["fetch_mean_s"], r["engine_mean_s"], r["crosshost_mean_s"], r["cpu_s_per_pass"],
             r["cpu_ms_per_host_pass"], r["hosts_per_core"],
             lag if r["pass_wall_mean_s"] < 1 else "falls behind",
