@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Reveal's live evaluation: the real exporter, Prometheus, Alertmanager and analyzer(s) on this
 # host, a background that is never idle, then faults at recorded times; Alertmanager's API is
-# polled every second and each analyzer is scored (docs/EVALUATION.md). Needs root (network
+# polled every 0.1 s and each analyzer is scored (docs/EVALUATION.md). Needs root (network
 # namespace, veth, nftables) and: prometheus, prometheus-alertmanager, stress-ng, fio, iperf3,
 # nftables, iproute2, ethtool, util-linux (taskset, setsid), curl, python3. Builds nothing: it runs the
 # binaries it is given.

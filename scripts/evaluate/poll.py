@@ -1,16 +1,19 @@
 #!/usr/bin/env python3
-"""Polls Alertmanagers' API v2 (GET /api/v2/alerts) once a second for scripts/evaluate.sh.
+"""Polls Alertmanagers' API v2 (GET /api/v2/alerts) every --interval (0.1 s) for
+scripts/evaluate.sh and scripts/big_host_case.py.
 
-Each poll falls at a random moment of its second. The analyzer delivers on a fixed schedule
+Each poll falls at a random moment of its interval. The analyzer delivers on a fixed schedule
 (each window's end plus its read delay, every second), so a poller on a fixed grid sees every
-alert after the same fraction of a second: in run 22 the grid fell 0.05 s before the analyzer's
-deliveries, and every latency carried 0.95 s of polling. At a random moment the poll adds
-0.5 s on average, whatever the two schedules are.
+alert after the same fraction of an interval: in run 22 a one-second grid fell 0.05 s before
+the analyzer's deliveries, and every latency carried 0.95 s of polling. At a random moment the
+poll adds half an interval on average, whatever the two schedules are: 0.5 s with the
+one-second polls of runs 23–31 and big-host cases 1–5, 0.05 s at the default 0.1 s.
 
-    poll.py --deadline UNIX_S NAME=URL=DIR [NAME=URL=DIR ...]
+    poll.py [--interval 0.1] --deadline UNIX_S NAME=URL=DIR [NAME=URL=DIR ...]
 
 For each Alertmanager it keeps, in DIR:
-  alerts.json   every alert occurrence seen so far (rewritten atomically after each poll):
+  alerts.json   every alert occurrence seen so far (rewritten atomically when what is listed
+                changes, every 10 s, and at the end):
                 fingerprint, alertname, subsystem, severity, labels, startsAt, endsAt (as last
                 seen), first_seen_ms, last_seen_ms (polls that listed it), gone_ms (first poll
                 that no longer listed it, null while listed)
@@ -54,6 +57,7 @@ class Tracker:
         os.makedirs(out, exist_ok=True)
         self.occ = {}  # (fp, startsAt) -> record
         self.listed = set()
+        self.saved_listed, self.saved_ms = None, 0
         self.polls = open(os.path.join(out, "polls.jsonl"), "a", buffering=1)
         self.log = open(os.path.join(out, "alerts.log"), "a", buffering=1)
 
@@ -108,7 +112,11 @@ class Tracker:
             self.listed |= seen
         self.polls.write(json.dumps({"t": t, "ok": ok, "alerts": compact},
                                     separators=(",", ":")) + "\n")
-        self.save()
+        # Rewritten when what is listed changes (a new or a gone occurrence), and every 10 s
+        # for the endsAt and last_seen_ms of the listed ones.
+        if seen != self.saved_listed or t - self.saved_ms >= 10000:
+            self.save()
+            self.saved_listed, self.saved_ms = set(seen), t
 
     def save(self):
         path = os.path.join(self.out, "alerts.json")
@@ -128,22 +136,28 @@ def main(argv):
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--deadline", metavar="UNIX_S", type=float, help="stop then (default: at SIGTERM)")
+    ap.add_argument("--interval", metavar="S", type=float, default=0.1,
+                    help="seconds between polls (default 0.1: a latency carries 0.05 s of polling "
+                         "on average)")
     ap.add_argument("targets", metavar="NAME=URL=DIR", nargs="+", type=target)
     args = ap.parse_args(argv)
     deadline = args.deadline
     targets = [Tracker(name, url, out) for name, url, out in args.targets]
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
-    second = time.time()
+    if not args.interval > 0:
+        ap.error("--interval must be above 0")
+    step = args.interval
+    tick = time.time()
     while not STOP and (deadline is None or time.time() < deadline):
-        delay = second + random.random() - time.time()
+        delay = tick + random.random() * step - time.time()
         if delay > 0:
             time.sleep(delay)
         for t in targets:
             t.poll()
-        second += 1.0
-        if second < time.time() - 1.0:  # fell behind (a slow Alertmanager): resume from now
-            second = time.time()
+        tick += step
+        if tick < time.time() - 1.0:  # fell behind (a slow Alertmanager): resume from now
+            tick = time.time()
     for t in targets:
         t.save()
 
