@@ -455,7 +455,12 @@ impl Collector for MsrCollector {
                 reason: reason.clone(),
             });
         }
+        // What the page does not serve is not read (the slow page, where the 100 ms one
+        // serves these whole): each read is a call on the counter's CPU.
         for g in &mut self.groups {
+            if !g.members.iter().any(|m| out.wants(m.desc)) {
+                continue;
+            }
             let counts = g.group.read().map_err(|e| CollectError::Io {
                 path: format!("msr/cstate perf group on CPU {}", g.cpu).into(),
                 source: e,
@@ -463,18 +468,24 @@ impl Collector for MsrCollector {
             let Some(counts) = counts else { continue };
             for (i, m) in g.members.iter().enumerate() {
                 let Some(v) = counts.scaled(i) else { continue };
-                let mut labels = vec![("cpu", g.cpu.clone())];
-                labels.extend(m.extra.iter().cloned());
-                out.push(m.desc, labels, v);
+                // The descriptors' labels are `cpu` and then the member's own, in order.
+                let mut values = [g.cpu.as_str(); 3];
+                for (slot, (_, value)) in values[1..].iter_mut().zip(&m.extra) {
+                    *slot = value;
+                }
+                out.push_values(m.desc, &values[..1 + m.extra.len()], v);
             }
         }
         for d in &self.devs {
             for (addr, desc) in &d.regs {
+                if !out.wants(desc) {
+                    continue;
+                }
                 let v = read_msr(&d.file, *addr).map_err(|e| CollectError::Io {
                     path: format!("MSR {addr:#x} of CPU {}", d.cpu).into(),
                     source: e,
                 })?;
-                out.push(desc, vec![("cpu", d.cpu.clone())], v as f64);
+                out.push_values(desc, &[&d.cpu], v as f64);
             }
         }
         if let Some(hz) = self.tsc_hz {

@@ -280,6 +280,8 @@ pub struct PerfCollector {
     live: Vec<Live>,
     /// Why nothing at all could be opened, reported on every update (the runner logs it once).
     unsupported: Option<String>,
+    /// Group reads since start (one per group and CPU a scrape reads).
+    reads: u64,
 }
 
 impl PerfCollector {
@@ -356,6 +358,7 @@ impl PerfCollector {
             plans,
             live,
             unsupported: None,
+            reads: 0,
         }
     }
 
@@ -364,7 +367,13 @@ impl PerfCollector {
             plans,
             live: Vec::new(),
             unsupported: Some(reason),
+            reads: 0,
         }
+    }
+
+    /// Group reads since start: one per group and CPU that a scrape read.
+    pub fn group_reads(&self) -> u64 {
+        self.reads
     }
 
     /// Names of the events open on at least one CPU, for tests and logs.
@@ -529,8 +538,20 @@ impl Collector for PerfCollector {
                 reason: reason.clone(),
             });
         }
+        // A group none of whose series the page serves (the software events on the stack's
+        // 100 ms page) is not read: its counts go on in the kernel, and each read of a
+        // CPU's counters is a call on that CPU (an interrupt to it when it is another).
+        let wanted: Vec<bool> = self
+            .plans
+            .iter()
+            .map(|pg| out.wants(&RUNNING_RATIO) || pg.events.iter().any(|e| out.wants(e.desc)))
+            .collect();
         for l in &mut self.live {
             let pg = &self.plans[l.plan];
+            if !wanted[l.plan] {
+                continue;
+            }
+            self.reads += 1;
             let counts = l.group.read().map_err(|e| CollectError::Io {
                 path: format!("perf group {} on CPU {}", pg.name, l.group.cpu).into(),
                 source: e,

@@ -282,6 +282,36 @@ fn no_permission_is_unsupported_with_the_fix_named() {
 }
 
 #[test]
+fn groups_the_page_does_not_serve_are_not_read() {
+    if !perf_allowed() {
+        return;
+    }
+    let s = Settings::default();
+    let mut opener = Refuse {
+        types: vec![perf_sys::TYPE_HARDWARE, perf_sys::TYPE_RAW],
+        errno: libc::ENOENT,
+    };
+    let mut c = PerfCollector::with_opener(&s, &mut opener);
+    let n = cpus() as u64;
+    // The whole page: the software group is read on every CPU.
+    let _ = scrape(&mut c);
+    assert_eq!(c.group_reads(), n);
+    // A page that serves none of its series (the stack's 100 ms page): not read.
+    let mut page = Scrape::new();
+    let software = [&TASK_CLOCK, &CONTEXT_SWITCHES, &MIGRATIONS, &PAGE_FAULTS];
+    page.skip_only(software.into_iter().chain([&RUNNING_RATIO]));
+    c.update(&mut page).expect("update");
+    assert_eq!(c.group_reads(), n);
+    assert_eq!(page.sample_count(), 0);
+    // One of them served: the group is read, and only that one is on the page.
+    page.clear();
+    page.skip_only(software[1..].iter().copied().chain([&RUNNING_RATIO]));
+    c.update(&mut page).expect("update");
+    assert_eq!(c.group_reads(), 2 * n);
+    assert_eq!(names(&page), vec!["reveal_cpu_task_clock_seconds_total"]);
+}
+
+#[test]
 fn unselected_events_are_not_opened() {
     if !perf_allowed() {
         return;
