@@ -458,7 +458,7 @@ POLL_ARGS=()
 for ((i = 0; i < NA; i++)); do POLL_ARGS+=("${A_NAMES[i]}=http://127.0.0.1:${AM_PORT[i]}=${A_DIRS[i]}"); done
 setsid python3 "$HELPERS/poll.py" --deadline "$DEADLINE" "${POLL_ARGS[@]}" >"$OUT/poller.log" 2>&1 </dev/null &
 POLLER=$!
-log "phase polling: Alertmanager API v2 of every analyzer, every 1 s"
+log "phase polling: Alertmanager API v2 of every analyzer, every 0.1 s"
 
 # ---- 4. analyzers ------------------------------------------------------------------------------------------
 
