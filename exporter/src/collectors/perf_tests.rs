@@ -80,17 +80,22 @@ fn cpus() -> usize {
     perf_group::parse_cpu_list(&t).unwrap().len()
 }
 
+/// The collector with the hardware and raw events refused as a host without a PMU refuses
+/// them: the kernel's software events only.
+fn software_only() -> PerfCollector {
+    let mut opener = Refuse {
+        types: vec![perf_sys::TYPE_HARDWARE, perf_sys::TYPE_RAW],
+        errno: libc::ENOENT,
+    };
+    PerfCollector::with_opener(&Settings::default(), &mut opener)
+}
+
 #[test]
 fn software_events_are_real_and_hardware_is_left_out() {
     if !perf_allowed() {
         return;
     }
-    let s = Settings::default();
-    let mut opener = Refuse {
-        types: vec![perf_sys::TYPE_HARDWARE, perf_sys::TYPE_RAW],
-        errno: libc::ENOENT,
-    };
-    let mut c = PerfCollector::with_opener(&s, &mut opener);
+    let mut c = software_only();
     assert_eq!(
         c.open_events(),
         vec![
@@ -286,12 +291,7 @@ fn groups_the_page_does_not_serve_are_not_read() {
     if !perf_allowed() {
         return;
     }
-    let s = Settings::default();
-    let mut opener = Refuse {
-        types: vec![perf_sys::TYPE_HARDWARE, perf_sys::TYPE_RAW],
-        errno: libc::ENOENT,
-    };
-    let mut c = PerfCollector::with_opener(&s, &mut opener);
+    let mut c = software_only();
     let n = cpus() as u64;
     // The whole page: the software group is read on every CPU.
     let _ = scrape(&mut c);
