@@ -282,6 +282,9 @@ pub struct PerfCollector {
     unsupported: Option<String>,
     /// Group reads since start (one per group and CPU a scrape reads).
     reads: u64,
+    /// Per planned group, whether the page being scraped serves any of its series (kept to
+    /// refill on every scrape without allocating).
+    wanted: Vec<bool>,
 }
 
 impl PerfCollector {
@@ -359,6 +362,7 @@ impl PerfCollector {
             live,
             unsupported: None,
             reads: 0,
+            wanted: Vec::new(),
         }
     }
 
@@ -368,6 +372,7 @@ impl PerfCollector {
             live: Vec::new(),
             unsupported: Some(reason),
             reads: 0,
+            wanted: Vec::new(),
         }
     }
 
@@ -541,14 +546,15 @@ impl Collector for PerfCollector {
         // A group none of whose series the page serves (the software events on the stack's
         // 100 ms page) is not read: its counts go on in the kernel, and each read of a
         // CPU's counters is a call on that CPU (an interrupt to it when it is another).
-        let wanted: Vec<bool> = self
-            .plans
-            .iter()
-            .map(|pg| out.wants(&RUNNING_RATIO) || pg.events.iter().any(|e| out.wants(e.desc)))
-            .collect();
+        self.wanted.clear();
+        self.wanted.extend(
+            self.plans
+                .iter()
+                .map(|pg| out.wants(&RUNNING_RATIO) || pg.events.iter().any(|e| out.wants(e.desc))),
+        );
         for l in &mut self.live {
             let pg = &self.plans[l.plan];
-            if !wanted[l.plan] {
+            if !self.wanted[l.plan] {
                 continue;
             }
             self.reads += 1;
