@@ -29,5 +29,6 @@ pub mod runner;
 pub mod scope;
 pub mod scrape;
 pub mod selection;
+pub mod series_filter;
 pub mod server;
 pub mod web;

@@ -4,6 +4,7 @@
 use crate::collectors::{Collector, Settings, COLLECTORS};
 use crate::scrape::{Desc, Labels, Scrape, Unit};
 use crate::selection::Rule;
+use crate::series_filter::SeriesFilter;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -106,6 +107,30 @@ struct Slot {
     duration: f64,
     /// The last error logged, so a persisting failure is logged once, not on every scrape.
     last_logged: Option<String>,
+    /// Per cadence (by its index), what its page serves of the collector's families, once
+    /// resolved ([`Inner::page_of`]).
+    pages: [Option<SlotPage>; 3],
+}
+
+/// What one cadence's page serves of a collector's families.
+struct SlotPage {
+    /// Families it serves none of.
+    skip: Vec<&'static Desc>,
+    /// Families it serves some series of, and which.
+    filters: Vec<(&'static Desc, Arc<SeriesFilter>)>,
+}
+
+impl SlotPage {
+    fn serves(&self, desc: &Desc) -> bool {
+        !self.skip.iter().any(|d| std::ptr::eq(*d, desc))
+    }
+
+    fn filter(&self, desc: &Desc) -> Option<&SeriesFilter> {
+        self.filters
+            .iter()
+            .find(|(d, _)| std::ptr::eq(*d, desc))
+            .map(|(_, f)| &**f)
+    }
 }
 
 /// The enabled collectors, behind a lock: scrapes are serialized, which also bounds the work
@@ -175,6 +200,7 @@ impl Runner {
                 success: false,
                 duration: 0.0,
                 last_logged: None,
+                pages: Default::default(),
             });
         }
         if let Some(bad) = names
@@ -228,8 +254,8 @@ impl Runner {
             .flat_map(|e| e.metrics.iter().copied())
             .filter_map(|d| fast.rule(d).map(|r| (key(d), r.clone())))
             .collect();
-        let runs = self
-            .lock()
+        let mut slots = self.lock();
+        let runs = slots
             .iter()
             .map(|slot| {
                 COLLECTORS
@@ -240,7 +266,12 @@ impl Runner {
             })
             .collect();
         let sums = sums_of(|d| fast.sum_over(d));
-        self.inner.fast.set(Fast { rules, sums, runs }).is_ok()
+        let set = self.inner.fast.set(Fast { rules, sums, runs }).is_ok();
+        // Pages resolved before had no fast rules: resolved again on use.
+        for slot in slots.iter_mut() {
+            slot.pages = Default::default();
+        }
+        set
     }
 
     /// Whether [`Runner::set_fast`] was called: `cadence=` is served.
@@ -375,21 +406,48 @@ impl Inner {
         }
     }
 
-    /// Whether a page of `scope` can serve any series of `desc`: the selection has a rule for
-    /// it, and the cadence's page has some of its series (the fast page what `--metrics.fast`
-    /// keeps or sums, the slow page the rest). The encode below filters sample by sample.
-    fn serves(&self, desc: &Desc, scope: &Scope) -> bool {
+    /// The rules a page of `cadence` applies to `desc`: `None` when it serves none of its
+    /// series, else the rules whose series it serves, and those whose series it leaves out.
+    /// The selection's rule is kept; the fast page keeps what `--metrics.fast` keeps or sums;
+    /// the slow page the rest.
+    fn page_rules(&self, desc: &Desc, cadence: Cadence) -> Option<(Vec<&Rule>, Vec<&Rule>)> {
         let k = key(desc);
-        if self.rules.as_ref().is_some_and(|r| !r.contains_key(&k)) {
-            return false;
+        let mut keep = Vec::new();
+        let mut drop = Vec::new();
+        if let Some(rules) = &self.rules {
+            keep.push(rules.get(&k)?);
         }
-        match (scope.cadence, self.fast.get()) {
-            (Cadence::Fast, Some(f)) => f.rules.contains_key(&k),
-            (Cadence::Slow, Some(f)) => {
-                f.sums.contains_key(&k) || !matches!(f.rules.get(&k), Some(Rule::All))
+        match (cadence, self.fast.get()) {
+            (Cadence::Fast, Some(f)) => keep.push(f.rules.get(&k)?),
+            // A family the fast page serves summed: the slow page has its series.
+            (Cadence::Slow, Some(f)) if f.sums.contains_key(&k) => {}
+            (Cadence::Slow, Some(f)) => match f.rules.get(&k) {
+                Some(Rule::All) => return None,
+                Some(r) => drop.push(r),
+                None => {}
+            },
+            _ => {}
+        }
+        Some((keep, drop))
+    }
+
+    /// What a page of `cadence` serves of `metrics` (a collector's families).
+    fn page_of(&self, metrics: &[&'static Desc], cadence: Cadence) -> SlotPage {
+        let mut page = SlotPage {
+            skip: Vec::new(),
+            filters: Vec::new(),
+        };
+        for &d in metrics {
+            match self.page_rules(d, cadence) {
+                None => page.skip.push(d),
+                Some((keep, drop)) => {
+                    if let Some(f) = SeriesFilter::new(d, &keep, &drop) {
+                        page.filters.push((d, Arc::new(f)));
+                    }
+                }
             }
-            _ => true,
         }
+        page
     }
 
     /// Runs the collectors of the scope being rendered, then writes their families and
@@ -402,9 +460,10 @@ impl Inner {
             .collect();
         // What the page leaves out is not pushed (and may not be read) by the collectors.
         for slot in slots.iter_mut() {
-            let metrics = slot.metrics;
-            slot.scrape
-                .skip_only(metrics.iter().copied().filter(|d| !self.serves(d, &scope)));
+            let page = slot.pages[scope.cadence as usize]
+                .get_or_insert_with(|| self.page_of(slot.metrics, scope.cadence));
+            slot.scrape.skip_only(page.skip.iter().copied());
+            slot.scrape.filter_only(page.filters.iter().cloned());
         }
         Runner::update_all(&mut slots, &run);
         // The fast cadence's rules: `Fast` keeps what they keep, `Slow` the rest.
@@ -415,23 +474,14 @@ impl Inner {
         let mut summed: Vec<(Labels, f64)> = Vec::new();
         for (slot, _) in slots.iter().zip(&run).filter(|(_, r)| **r) {
             for fam in slot.scrape.families() {
-                let rule = match self.rules.as_ref().map(|rules| rules.get(&key(fam.desc))) {
-                    None => None,
-                    Some(None) => continue,
-                    Some(Some(r)) => Some(r),
+                let Some(page) = &slot.pages[scope.cadence as usize] else {
+                    continue;
                 };
+                if !page.serves(fam.desc) {
+                    continue;
+                }
                 let k = key(fam.desc);
                 let fast_sum = fast.and_then(|(_, f)| f.sums.get(&k));
-                let cadence_rule = match fast {
-                    None => None,
-                    // A family the fast page serves summed: the slow page has its series.
-                    Some((Cadence::Slow, _)) if fast_sum.is_some() => None,
-                    Some((c, f)) => match (c, f.rules.get(&k)) {
-                        (Cadence::Fast, None) => continue,
-                        (Cadence::Slow, Some(Rule::All)) => continue,
-                        (c, r) => Some((c, r)),
-                    },
-                };
                 let sum_over: Vec<&str> = self
                     .sums
                     .get(&k)
@@ -445,18 +495,11 @@ impl Inner {
                     )
                     .copied()
                     .collect();
+                // The collectors dropped most of what the page leaves out when it was pushed
+                // (`Scrape::filter_only`); samples pushed with owned labels are tested here.
+                let filter = page.filter(fam.desc);
                 let keep = |s: &&crate::scrape::Sample| {
-                    let selected = match rule {
-                        Some(r) => r.keeps(&s.labels),
-                        None => true,
-                    };
-                    selected
-                        && match cadence_rule {
-                            None => true,
-                            Some((Cadence::Fast, Some(r))) => r.keeps(&s.labels),
-                            Some((_, Some(r))) => !r.keeps(&s.labels),
-                            Some((_, None)) => true,
-                        }
+                    filter.is_none_or(|f| f.keeps(|i| s.labels.get(i).map_or("", |(_, v)| v)))
                 };
                 if !fam.samples.iter().any(|s| keep(&s)) {
                     continue;
@@ -570,10 +613,11 @@ fn sum_samples<'a>(
     }
 }
 
-fn lock(slots: &Mutex<Vec<Slot>>) -> std::sync::MutexGuard<'_, Vec<Slot>> {
-    // A panic inside a collector poisons the lock; the slots hold no invariant that a
-    // half-finished update could break (each scrape starts by clearing them), so go on.
-    slots.lock().unwrap_or_else(|p| p.into_inner())
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panic inside a collector poisons the slots' lock; they hold no invariant that a
+    // half-finished update could break (each scrape starts by clearing them), nor does the
+    // filters' cache (an entry is inserted whole), so go on.
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 #[cfg(test)]

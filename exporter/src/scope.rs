@@ -9,7 +9,7 @@
 //! Other parameters are ignored, as node_exporter ignores them.
 
 /// Which series of the exporter a scrape serves, by cadence.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Cadence {
     /// Every series (plain `/metrics`).
     #[default]

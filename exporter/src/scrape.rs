@@ -9,6 +9,9 @@
 //! them (per-sample `Vec` and `String` allocations and frees were a third of a scrape's
 //! user-space instructions).
 
+use crate::series_filter::SeriesFilter;
+use std::sync::Arc;
+
 /// Whether a metric is a monotonically increasing counter or a gauge.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -140,6 +143,8 @@ pub struct Family {
     spare: Vec<Sample>,
     /// Not served by the page being scraped ([`Scrape::skip_only`]): pushes are dropped.
     skipped: bool,
+    /// The page serves only the series this keeps ([`Scrape::filter_only`]).
+    filter: Option<Arc<SeriesFilter>>,
 }
 
 /// The samples one collector produced in one update.
@@ -148,11 +153,21 @@ pub struct Scrape {
     families: Vec<Family>,
     /// Families the page being scraped does not serve, by address ([`Scrape::skip_only`]).
     skip: Vec<usize>,
+    /// Families the page serves some series of, by address ([`Scrape::filter_only`]).
+    filters: Vec<(usize, Arc<SeriesFilter>)>,
 }
 
 /// A descriptor's address: descriptors are statics, so this identifies the family.
 fn addr(desc: &Desc) -> usize {
     desc as *const Desc as usize
+}
+
+fn find_filter(filters: &[(usize, Arc<SeriesFilter>)], desc: &Desc) -> Option<Arc<SeriesFilter>> {
+    let at = addr(desc);
+    filters
+        .iter()
+        .find(|(a, _)| *a == at)
+        .map(|(_, f)| f.clone())
 }
 
 impl Scrape {
@@ -187,10 +202,34 @@ impl Scrape {
         }
     }
 
+    /// Sets the families of which the next updates keep only the series a filter keeps:
+    /// the runner's, for a page that serves only some (`match:` rules). A sample pushed with
+    /// [`Scrape::push_values`] that the filter does not keep is dropped before its labels
+    /// are copied; [`Scrape::may_want`] tells a collector which parts it may skip reading.
+    /// The runner filters what it encodes either way.
+    pub fn filter_only(
+        &mut self,
+        filters: impl IntoIterator<Item = (&'static Desc, Arc<SeriesFilter>)>,
+    ) {
+        self.filters.clear();
+        self.filters
+            .extend(filters.into_iter().map(|(d, f)| (addr(d), f)));
+        for f in &mut self.families {
+            f.filter = find_filter(&self.filters, f.desc);
+        }
+    }
+
     /// Whether the page being scraped serves `desc` (true unless [`Scrape::skip_only`] named
     /// it): a collector reads what only skipped families need only when this says so.
     pub fn wants(&self, desc: &Desc) -> bool {
         !self.skip.contains(&addr(desc))
+    }
+
+    /// Whether the page being scraped may serve a series of `desc` whose label at position
+    /// `i` (the descriptor's order) is `value(i)`, where known (`None`: any value): false
+    /// only when no such series is served, so a collector can skip reading them.
+    pub fn may_want<'a>(&self, desc: &Desc, value: impl Fn(usize) -> Option<&'a str>) -> bool {
+        self.wants(desc) && find_filter(&self.filters, desc).is_none_or(|f| f.may_keep(value))
     }
 
     fn family(&mut self, desc: &'static Desc) -> &mut Family {
@@ -202,11 +241,13 @@ impl Scrape {
             Some(i) => &mut self.families[i],
             None => {
                 let skipped = self.skip.contains(&addr(desc));
+                let filter = find_filter(&self.filters, desc);
                 self.families.push(Family {
                     desc,
                     samples: Vec::new(),
                     spare: Vec::new(),
                     skipped,
+                    filter,
                 });
                 self.families.last_mut().expect("just pushed")
             }
@@ -222,7 +263,12 @@ impl Scrape {
             return;
         }
         let fam = self.family(desc);
-        if fam.skipped {
+        if fam.skipped
+            || fam
+                .filter
+                .as_ref()
+                .is_some_and(|f| !f.keeps(|i| values.get(i).copied().unwrap_or("")))
+        {
             return;
         }
         let mut sample = fam.spare.pop().unwrap_or(Sample {
@@ -257,8 +303,16 @@ impl Scrape {
         if !value.is_finite() {
             return;
         }
+        debug_assert!(
+            labels.iter().zip(desc.labels).all(|((k, _), d)| k == d),
+            "{}: labels {:?} not in the declared order {:?}",
+            desc.name,
+            labels,
+            desc.labels
+        );
         let fam = self.family(desc);
-        if !fam.skipped {
+        let kept = |f: &SeriesFilter| f.keeps(|i| labels.get(i).map_or("", |(_, v)| v.as_str()));
+        if !fam.skipped && fam.filter.as_deref().is_none_or(kept) {
             fam.samples.push(Sample { labels, value });
         }
     }

@@ -159,20 +159,22 @@ pub fn parse_snmp6<'a>(text: &'a str, out: &mut Vec<Field<'a>>) -> Result<(), Pa
 }
 
 pub struct NetstatCollector {
-    snmp: KeptFile,
-    netstat: KeptFile,
-    snmp6: KeptFile,
+    /// `/proc/net/snmp` (required), `/proc/net/netstat` and `/proc/net/snmp6`.
+    files: [KeptFile; 3],
     bufs: [String; 3],
+    /// Per file, the protocols its last read held: a file none of whose protocols the page
+    /// serves is not read (the 100 ms page serves TCP counters, none of `snmp6`'s). Empty
+    /// until read.
+    protocols: [Vec<String>; 3],
     capacity: usize,
 }
 
 impl NetstatCollector {
     pub fn new(s: &Settings) -> Self {
         NetstatCollector {
-            snmp: KeptFile::new(s.paths.proc("net/snmp")),
-            netstat: KeptFile::new(s.paths.proc("net/netstat")),
-            snmp6: KeptFile::new(s.paths.proc("net/snmp6")),
+            files: ["net/snmp", "net/netstat", "net/snmp6"].map(|f| KeptFile::new(s.paths.proc(f))),
             bufs: Default::default(),
+            protocols: Default::default(),
             capacity: 0,
         }
     }
@@ -187,25 +189,51 @@ fn read_optional(path: &KeptFile, buf: &mut String) -> Result<bool, CollectError
     }
 }
 
+/// Whether the page may serve a series of `protocol`.
+fn serves(out: &Scrape, protocol: &str) -> bool {
+    let of = |i: usize| (i == 0).then_some(protocol);
+    out.may_want(&EVENTS, of) || out.may_want(&VALUES, of)
+}
+
 impl Collector for NetstatCollector {
     fn name(&self) -> &'static str {
         "netstat"
     }
 
     fn update(&mut self, out: &mut Scrape) -> Result<(), CollectError> {
-        let [snmp_buf, netstat_buf, snmp6_buf] = &mut self.bufs;
-        self.snmp.read_into(snmp_buf)?;
-        let has_netstat = read_optional(&self.netstat, netstat_buf)?;
-        let has_snmp6 = read_optional(&self.snmp6, snmp6_buf)?;
         // The parsed fields borrow the buffers, so the vector is per scrape, sized from the last.
         let mut fields = Vec::with_capacity(self.capacity);
-        parse_snmp(snmp_buf, &mut fields).map_err(|e| CollectError::parse(&self.snmp, e))?;
-        if has_netstat {
-            parse_snmp(netstat_buf, &mut fields)
-                .map_err(|e| CollectError::parse(&self.netstat, e))?;
-        }
-        if has_snmp6 {
-            parse_snmp6(snmp6_buf, &mut fields).map_err(|e| CollectError::parse(&self.snmp6, e))?;
+        for (i, ((file, buf), protocols)) in self
+            .files
+            .iter()
+            .zip(&mut self.bufs)
+            .zip(&mut self.protocols)
+            .enumerate()
+        {
+            if !protocols.is_empty() && !protocols.iter().any(|p| serves(out, p)) {
+                continue;
+            }
+            let present = if i == 0 {
+                file.read_into(buf).map(|()| true)?
+            } else {
+                read_optional(file, buf)?
+            };
+            if !present {
+                continue;
+            }
+            let from = fields.len();
+            let parsed = if i == 2 {
+                parse_snmp6(buf, &mut fields)
+            } else {
+                parse_snmp(buf, &mut fields)
+            };
+            parsed.map_err(|e| CollectError::parse(file, e))?;
+            let held = &fields[from..];
+            let mut seen: Vec<&str> = held.iter().map(|f| f.protocol).collect();
+            seen.dedup();
+            if !seen.iter().eq(protocols.iter()) {
+                *protocols = seen.iter().map(|p| p.to_string()).collect();
+            }
         }
         for f in &fields {
             let labels = [f.protocol, f.field];
@@ -293,7 +321,6 @@ IcmpMsg: 1\n";
         assert!(parse_snmp6("Ip6InReceives x\n", &mut v).is_err());
     }
 
-    /// The value of the sample named `name` whose labels include every pair of `labels`.
     #[test]
     fn on_this_host() {
         let mut c = NetstatCollector::new(&Settings::default());
@@ -314,6 +341,66 @@ IcmpMsg: 1\n";
             &[("protocol", "Tcp"), ("field", "MaxConn")],
         );
         assert_eq!(max, Some(-1.0));
+    }
+
+    /// A page that serves none of a file's protocols does not read it: here a broken
+    /// `snmp6` fails the update of a page that serves IPv6 counters, not of one that serves
+    /// TCP's only, once the file's protocols are known.
+    #[test]
+    fn a_file_none_of_whose_protocols_the_page_serves_is_not_read() {
+        use crate::series_filter::SeriesFilter;
+        use reveal_schema::selection::Selection;
+        use std::sync::Arc;
+        let dir = std::env::temp_dir().join(format!("reveal-netstat-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("net")).unwrap();
+        std::fs::write(dir.join("net/snmp"), SNMP).unwrap();
+        std::fs::write(dir.join("net/snmp6"), "Ip6InReceives 7\nUdp6InErrors 1\n").unwrap();
+        let s = Settings {
+            paths: crate::paths::Paths::new(&dir, &dir),
+            ..Default::default()
+        };
+        let sel = Selection::parse(
+            "metrics:\n  - name: reveal_network_protocol_events_total\n    match: {protocol: Tcp}\n",
+        )
+        .unwrap();
+        let tcp = sel.rule("reveal_network_protocol_events_total").unwrap();
+        let tcp_page = |out: &mut Scrape| {
+            let f = Arc::new(SeriesFilter::new(&EVENTS, &[tcp], &[]).unwrap());
+            out.skip_only([&VALUES]);
+            out.filter_only([(&EVENTS, f)]);
+        };
+        let mut c = NetstatCollector::new(&s);
+        let mut out = Scrape::new();
+        tcp_page(&mut out);
+        c.update(&mut out).unwrap();
+        let ev = "reveal_network_protocol_events_total";
+        assert_eq!(
+            value(&out, ev, &[("protocol", "Tcp"), ("field", "RetransSegs")]),
+            Some(34.0)
+        );
+        assert_eq!(
+            value(&out, ev, &[("protocol", "Ip6")]),
+            None,
+            "the page serves Tcp only"
+        );
+        std::fs::write(dir.join("net/snmp6"), "Ip6InReceives x\n").unwrap();
+        out.clear();
+        c.update(&mut out).expect("snmp6 is not read for this page");
+        assert_eq!(
+            value(&out, ev, &[("protocol", "Tcp"), ("field", "RetransSegs")]),
+            Some(34.0)
+        );
+        // A page that serves every series reads it, and says it is broken.
+        let mut all = Scrape::new();
+        let err = c.update(&mut all).unwrap_err();
+        assert!(err.to_string().contains("snmp6"), "{err}");
+        std::fs::write(dir.join("net/snmp6"), "Ip6InReceives 8\n").unwrap();
+        c.update(&mut all).unwrap();
+        assert_eq!(
+            value(&all, ev, &[("protocol", "Ip6"), ("field", "InReceives")]),
+            Some(8.0)
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     proptest! {
