@@ -2,16 +2,17 @@
 //! `prometheus-client`'s text encoder writes, checked against it below), the Prometheus text
 //! format 0.0.4 derived from it, and the format a scrape's `Accept` header picks.
 
-use crate::scrape::{Desc, Kind, Labels, Unit};
+use crate::scrape::{Desc, Kind, Labels, Sample, Unit};
 
-/// Encodes a family's summed series (the runner's `sum_samples`); summed over every label, one sample
-/// without a label set.
-pub(crate) fn encode_summed(out: &mut String, desc: &Desc, summed: &[(Labels, f64)]) {
-    if summed.iter().all(|(l, _)| !l.is_empty()) {
-        return encode_family(out, desc, summed.iter().map(|(l, v)| (l, *v)));
+/// Encodes a family's summed series (summed as they were pushed, `Scrape`'s `Page::sums`);
+/// summed over every label, one sample without a label set.
+pub(crate) fn encode_summed(out: &mut String, desc: &Desc, summed: &[Sample]) {
+    let pairs = || summed.iter().map(|s| (&s.labels, s.value));
+    if summed.iter().all(|s| !s.labels.is_empty()) {
+        return encode_family(out, desc, pairs());
     }
     write_descriptor(out, desc);
-    let value: f64 = summed.iter().map(|(_, v)| v).sum();
+    let value: f64 = summed.iter().map(|s| s.value).sum();
     write_sample(out, desc, None, value);
 }
 

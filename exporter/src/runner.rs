@@ -2,7 +2,7 @@
 //! and the cadences, and writes the page (the encoding is [`crate::exposition`]'s).
 
 use crate::collectors::{Collector, Settings, COLLECTORS};
-use crate::scrape::{Desc, Labels, Scrape, Unit};
+use crate::scrape::{Desc, Labels, Page, Scrape, Unit};
 use crate::selection::Rule;
 use crate::series_filter::SeriesFilter;
 use std::collections::HashMap;
@@ -109,28 +109,7 @@ struct Slot {
     last_logged: Option<String>,
     /// Per cadence (by its index), what its page serves of the collector's families, once
     /// resolved ([`Inner::page_of`]).
-    pages: [Option<SlotPage>; 3],
-}
-
-/// What one cadence's page serves of a collector's families.
-struct SlotPage {
-    /// Families it serves none of.
-    skip: Vec<&'static Desc>,
-    /// Families it serves some series of, and which.
-    filters: Vec<(&'static Desc, Arc<SeriesFilter>)>,
-}
-
-impl SlotPage {
-    fn serves(&self, desc: &Desc) -> bool {
-        !self.skip.iter().any(|d| std::ptr::eq(*d, desc))
-    }
-
-    fn filter(&self, desc: &Desc) -> Option<&SeriesFilter> {
-        self.filters
-            .iter()
-            .find(|(d, _)| std::ptr::eq(*d, desc))
-            .map(|(_, f)| &**f)
-    }
+    pages: [Option<Arc<Page>>; 3],
 }
 
 /// The enabled collectors, behind a lock: scrapes are serialized, which also bounds the work
@@ -431,20 +410,33 @@ impl Inner {
         Some((keep, drop))
     }
 
-    /// What a page of `cadence` serves of `metrics` (a collector's families).
-    fn page_of(&self, metrics: &[&'static Desc], cadence: Cadence) -> SlotPage {
-        let mut page = SlotPage {
-            skip: Vec::new(),
-            filters: Vec::new(),
-        };
+    /// What a page of `cadence` serves of `metrics` (a collector's families): its rules
+    /// ([`Inner::page_rules`]) and the labels it sums over (the selection's `sum:` on every
+    /// page, `--metrics.fast`'s on the fast page).
+    fn page_of(&self, metrics: &[&'static Desc], cadence: Cadence) -> Page {
+        let mut page = Page::default();
         for &d in metrics {
-            match self.page_rules(d, cadence) {
-                None => page.skip.push(d),
-                Some((keep, drop)) => {
-                    if let Some(f) = SeriesFilter::new(d, &keep, &drop) {
-                        page.filters.push((d, Arc::new(f)));
-                    }
-                }
+            let Some((keep, drop)) = self.page_rules(d, cadence) else {
+                page.skip.push(d);
+                continue;
+            };
+            if let Some(f) = SeriesFilter::new(d, &keep, &drop) {
+                page.filters.push((d, f));
+            }
+            let k = key(d);
+            let fast_sum = match (cadence, self.fast.get()) {
+                (Cadence::Fast, Some(f)) => f.sums.get(&k),
+                _ => None,
+            };
+            let over: Vec<usize> = (0..d.labels.len())
+                .filter(|&i| {
+                    let l = &d.labels[i];
+                    self.sums.get(&k).is_some_and(|o| o.contains(l))
+                        || fast_sum.is_some_and(|o| o.contains(l))
+                })
+                .collect();
+            if self.sums.contains_key(&k) || fast_sum.is_some() {
+                page.sums.push((d, over));
             }
         }
         page
@@ -458,68 +450,30 @@ impl Inner {
         let run: Vec<bool> = (0..slots.len())
             .map(|i| self.runs(&slots, i, &scope))
             .collect();
-        // What the page leaves out is not pushed (and may not be read) by the collectors.
+        // What the page leaves out is not pushed (and may not be read) by the collectors, and
+        // what it sums is summed as it is pushed.
         for slot in slots.iter_mut() {
             let page = slot.pages[scope.cadence as usize]
-                .get_or_insert_with(|| self.page_of(slot.metrics, scope.cadence));
-            slot.scrape.skip_only(page.skip.iter().copied());
-            slot.scrape.filter_only(page.filters.iter().cloned());
+                .get_or_insert_with(|| Arc::new(self.page_of(slot.metrics, scope.cadence)));
+            slot.scrape.set_page(page.clone());
         }
         Runner::update_all(&mut slots, &run);
-        // The fast cadence's rules: `Fast` keeps what they keep, `Slow` the rest.
-        let fast = match (scope.cadence, self.fast.get()) {
-            (Cadence::All, _) | (_, None) => None,
-            (c, Some(f)) => Some((c, f)),
-        };
-        let mut summed: Vec<(Labels, f64)> = Vec::new();
         for (slot, _) in slots.iter().zip(&run).filter(|(_, r)| **r) {
+            let Some(page) = &slot.pages[scope.cadence as usize] else {
+                continue;
+            };
             for fam in slot.scrape.families() {
-                let Some(page) = &slot.pages[scope.cadence as usize] else {
-                    continue;
-                };
-                if !page.serves(fam.desc) {
-                    continue;
-                }
-                let k = key(fam.desc);
-                let fast_sum = fast.and_then(|(_, f)| f.sums.get(&k));
-                let sum_over: Vec<&str> = self
-                    .sums
-                    .get(&k)
-                    .into_iter()
-                    .flatten()
-                    .chain(
-                        fast_sum
-                            .filter(|_| scope.cadence == Cadence::Fast)
-                            .into_iter()
-                            .flatten(),
-                    )
-                    .copied()
-                    .collect();
-                // The collectors dropped most of what the page leaves out when it was pushed
-                // (`Scrape::filter_only`); samples pushed with owned labels are tested here.
-                let filter = page.filter(fam.desc);
-                let keep = |s: &&crate::scrape::Sample| {
-                    filter.is_none_or(|f| f.keeps(|i| s.labels.get(i).map_or("", |(_, v)| v)))
-                };
-                if !fam.samples.iter().any(|s| keep(&s)) {
-                    continue;
-                }
-                let samples = fam
-                    .samples
-                    .iter()
-                    .filter(keep)
-                    .map(|s| (&s.labels, s.value));
-                if sum_over.is_empty() {
-                    encode_family(encoder, fam.desc, samples);
+                if page.sums(fam.desc) {
+                    encode_summed(encoder, fam.desc, &fam.samples);
                 } else {
-                    sum_samples(samples, &sum_over, &mut summed);
-                    encode_summed(encoder, fam.desc, &summed);
+                    let samples = fam.samples.iter().map(|s| (&s.labels, s.value));
+                    encode_family(encoder, fam.desc, samples);
                 }
             }
         }
         // The self-metrics are the slow cadence's: one job serves them, and the fast page
         // stays what the analyzer reads.
-        if scope.cadence == Cadence::Fast && fast.is_some() {
+        if scope.cadence == Cadence::Fast && self.fast.get().is_some() {
             return;
         }
         let ran = || {
@@ -579,38 +533,6 @@ fn sums_of<'a>(
         .flat_map(|e| e.metrics.iter().copied())
         .filter_map(|d| sum_over(d).map(|l| (key(d), l.to_vec())))
         .collect()
-}
-
-/// Sums `samples` over the labels `over` into `out` (cleared first): one entry per value of
-/// the other labels, in the order each first appears. A family has few of them (softirqs:
-/// ten types), so they are found by a linear search, which first tries the entry after the
-/// one the sample before went to: a collector pushes each device's series in the same order
-/// (softirqs: per CPU, the ten types), so that is the one from the second device on.
-fn sum_samples<'a>(
-    samples: impl Iterator<Item = (&'a Labels, f64)>,
-    over: &[&str],
-    out: &mut Vec<(Labels, f64)>,
-) {
-    out.clear();
-    let mut last = 0;
-    for (labels, value) in samples {
-        let rest = || labels.iter().filter(|(k, _)| !over.contains(k));
-        let next = if last + 1 < out.len() { last + 1 } else { 0 };
-        let found = match out.get(next) {
-            Some((l, _)) if l.iter().eq(rest()) => Some(next),
-            _ => out.iter().position(|(l, _)| l.iter().eq(rest())),
-        };
-        match found {
-            Some(i) => {
-                out[i].1 += value;
-                last = i;
-            }
-            None => {
-                last = out.len();
-                out.push((rest().cloned().collect(), value));
-            }
-        }
-    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

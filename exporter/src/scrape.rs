@@ -141,33 +141,121 @@ pub struct Family {
     pub samples: Vec<Sample>,
     /// Samples of earlier updates, kept for their label allocations.
     spare: Vec<Sample>,
-    /// Not served by the page being scraped ([`Scrape::skip_only`]): pushes are dropped.
+    /// Not served by the page being scraped ([`Page::skip`]): pushes are dropped.
     skipped: bool,
-    /// The page serves only the series this keeps ([`Scrape::filter_only`]).
-    filter: Option<Arc<SeriesFilter>>,
+    /// The page serves only the series `Page::filters[i]` keeps.
+    filter: Option<usize>,
+    /// The page serves the series summed over `Page::sums[i]`'s labels: `samples` are the sums.
+    sum: Option<usize>,
+    /// The sample the last push was added to, where a summed family looks first.
+    last: usize,
+}
+
+/// What the page being scraped serves of a collector's families: the runner resolves it
+/// once per collector and cadence from the selection and `--metrics.fast`
+/// ([`Scrape::set_page`]). Families it names neither in `skip` nor in `filters` are served
+/// whole.
+#[derive(Debug, Default)]
+pub struct Page {
+    /// Families it serves none of: their pushes are dropped at once, and [`Scrape::wants`]
+    /// tells a collector it may skip reading them.
+    pub skip: Vec<&'static Desc>,
+    /// Families it serves some series of (`match:` rules): a push the filter does not keep is
+    /// dropped before its labels are copied, and [`Scrape::may_want`] tells a collector which
+    /// parts it may skip reading.
+    pub filters: Vec<(&'static Desc, SeriesFilter)>,
+    /// Families it serves summed over the labels at these positions (`sum:`): pushes are
+    /// added up as they come, so the per-device series are never stored.
+    pub sums: Vec<(&'static Desc, Vec<usize>)>,
+}
+
+impl Page {
+    fn position<T>(list: &[(&'static Desc, T)], desc: &Desc) -> Option<usize> {
+        list.iter().position(|(d, _)| std::ptr::eq(*d, desc))
+    }
+
+    /// Whether the page serves any series of `desc`.
+    pub fn serves(&self, desc: &Desc) -> bool {
+        !self.skip.iter().any(|d| std::ptr::eq(*d, desc))
+    }
+
+    /// Whether the page serves `desc` summed ([`Page::sums`]).
+    pub fn sums(&self, desc: &Desc) -> bool {
+        Page::position(&self.sums, desc).is_some()
+    }
 }
 
 /// The samples one collector produced in one update.
 #[derive(Debug, Default)]
 pub struct Scrape {
     families: Vec<Family>,
-    /// Families the page being scraped does not serve, by address ([`Scrape::skip_only`]).
-    skip: Vec<usize>,
-    /// Families the page serves some series of, by address ([`Scrape::filter_only`]).
-    filters: Vec<(usize, Arc<SeriesFilter>)>,
+    page: Arc<Page>,
 }
 
-/// A descriptor's address: descriptors are statics, so this identifies the family.
-fn addr(desc: &Desc) -> usize {
-    desc as *const Desc as usize
-}
+impl Family {
+    /// Adds a sample with these labels, copying them into the strings of a sample cleared
+    /// earlier when there is one.
+    fn add<'a>(&mut self, labels: impl Iterator<Item = (&'static str, &'a str)>, value: f64) {
+        let mut sample = self.spare.pop().unwrap_or(Sample {
+            labels: Vec::new(),
+            value,
+        });
+        let mut n = 0;
+        for (i, (key, v)) in labels.enumerate() {
+            match sample.labels.get_mut(i) {
+                Some((k, s)) => {
+                    *k = key;
+                    s.clear();
+                    s.push_str(v);
+                }
+                None => sample.labels.push((key, v.to_string())),
+            }
+            n = i + 1;
+        }
+        sample.labels.truncate(n);
+        sample.value = value;
+        self.samples.push(sample);
+    }
 
-fn find_filter(filters: &[(usize, Arc<SeriesFilter>)], desc: &Desc) -> Option<Arc<SeriesFilter>> {
-    let at = addr(desc);
-    filters
-        .iter()
-        .find(|(a, _)| *a == at)
-        .map(|(_, f)| f.clone())
+    /// Adds `value` to the sum of the series with the same labels but those at `over`, or
+    /// starts it. A collector pushes each device's series in the same order (softirqs: per
+    /// CPU, the ten types), so from the second device on the sum is the one after the last.
+    fn add_summed(&mut self, over: &[usize], desc: &'static Desc, values: &[&str], value: f64) {
+        let rest = || {
+            desc.labels
+                .iter()
+                .zip(values)
+                .enumerate()
+                .filter(|(i, _)| !over.contains(i))
+                .map(|(_, (k, v))| (*k, *v))
+        };
+        // The keys are the descriptor's, in its order: the values tell the series apart.
+        let same = |s: &Sample| {
+            s.labels
+                .iter()
+                .map(|(_, v)| v.as_str())
+                .eq(rest().map(|(_, v)| v))
+        };
+        let next = if self.last + 1 < self.samples.len() {
+            self.last + 1
+        } else {
+            0
+        };
+        let found = match self.samples.get(next) {
+            Some(s) if same(s) => Some(next),
+            _ => self.samples.iter().position(same),
+        };
+        match found {
+            Some(i) => {
+                self.samples[i].value += value;
+                self.last = i;
+            }
+            None => {
+                self.last = self.samples.len();
+                self.add(rest(), value);
+            }
+        }
+    }
 }
 
 impl Scrape {
@@ -187,69 +275,63 @@ impl Scrape {
             let used = f.samples.len();
             f.spare.append(&mut f.samples);
             f.spare.truncate(used);
+            f.last = 0;
         }
     }
 
-    /// Sets the families the next updates leave out: the runner's, for a page that does not
-    /// serve them (a cadence, a selection). Their samples are dropped when pushed, before any
-    /// label is copied, and [`Scrape::wants`] tells a collector it may skip reading them. The
-    /// runner filters what it encodes either way: this only saves the work.
+    /// Sets what the page the next updates are for serves: what is left out is dropped
+    /// when pushed, and summed families are summed as they are pushed. The runner's, per
+    /// cadence and selection.
+    pub fn set_page(&mut self, page: Arc<Page>) {
+        for f in &mut self.families {
+            f.skipped = !page.serves(f.desc);
+            f.filter = Page::position(&page.filters, f.desc);
+            f.sum = Page::position(&page.sums, f.desc);
+        }
+        self.page = page;
+    }
+
+    /// A page that serves every family but these ([`Scrape::set_page`]).
     pub fn skip_only(&mut self, skip: impl IntoIterator<Item = &'static Desc>) {
-        self.skip.clear();
-        self.skip.extend(skip.into_iter().map(addr));
-        for f in &mut self.families {
-            f.skipped = self.skip.contains(&addr(f.desc));
-        }
+        self.set_page(Arc::new(Page {
+            skip: skip.into_iter().collect(),
+            ..Page::default()
+        }));
     }
 
-    /// Sets the families of which the next updates keep only the series a filter keeps:
-    /// the runner's, for a page that serves only some (`match:` rules). A sample pushed with
-    /// [`Scrape::push_values`] that the filter does not keep is dropped before its labels
-    /// are copied; [`Scrape::may_want`] tells a collector which parts it may skip reading.
-    /// The runner filters what it encodes either way.
-    pub fn filter_only(
-        &mut self,
-        filters: impl IntoIterator<Item = (&'static Desc, Arc<SeriesFilter>)>,
-    ) {
-        self.filters.clear();
-        self.filters
-            .extend(filters.into_iter().map(|(d, f)| (addr(d), f)));
-        for f in &mut self.families {
-            f.filter = find_filter(&self.filters, f.desc);
-        }
-    }
-
-    /// Whether the page being scraped serves `desc` (true unless [`Scrape::skip_only`] named
-    /// it): a collector reads what only skipped families need only when this says so.
+    /// Whether the page being scraped serves `desc` ([`Page::skip`]): a collector reads what
+    /// only skipped families need only when this says so.
     pub fn wants(&self, desc: &Desc) -> bool {
-        !self.skip.contains(&addr(desc))
+        self.page.serves(desc)
     }
 
     /// Whether the page being scraped may serve a series of `desc` whose label at position
     /// `i` (the descriptor's order) is `value(i)`, where known (`None`: any value): false
     /// only when no such series is served, so a collector can skip reading them.
     pub fn may_want<'a>(&self, desc: &Desc, value: impl Fn(usize) -> Option<&'a str>) -> bool {
-        self.wants(desc) && find_filter(&self.filters, desc).is_none_or(|f| f.may_keep(value))
+        self.wants(desc)
+            && Page::position(&self.page.filters, desc)
+                .is_none_or(|i| self.page.filters[i].1.may_keep(value))
     }
 
-    fn family(&mut self, desc: &'static Desc) -> &mut Family {
+    fn family(&mut self, desc: &'static Desc) -> usize {
         match self
             .families
             .iter()
             .rposition(|f| std::ptr::eq(f.desc, desc))
         {
-            Some(i) => &mut self.families[i],
+            Some(i) => i,
             None => {
-                let skipped = self.skip.contains(&addr(desc));
-                let filter = find_filter(&self.filters, desc);
                 self.families.push(Family {
                     desc,
                     samples: Vec::new(),
                     spare: Vec::new(),
-                    skipped,
-                    filter,
+                    skipped: !self.page.serves(desc),
+                    filter: Page::position(&self.page.filters, desc),
+                    sum: Page::position(&self.page.sums, desc),
+                    last: 0,
                 });
-                self.families.last_mut().expect("just pushed")
+                self.families.len() - 1
             }
         }
     }
@@ -262,32 +344,24 @@ impl Scrape {
         if !value.is_finite() {
             return;
         }
-        let fam = self.family(desc);
+        let at = self.family(desc);
+        let page = &*self.page;
+        let fam = &mut self.families[at];
+        let value_at = |i: usize| values.get(i).copied().unwrap_or("");
         if fam.skipped
             || fam
                 .filter
-                .as_ref()
-                .is_some_and(|f| !f.keeps(|i| values.get(i).copied().unwrap_or("")))
+                .is_some_and(|f| !page.filters[f].1.keeps(value_at))
         {
             return;
         }
-        let mut sample = fam.spare.pop().unwrap_or(Sample {
-            labels: Vec::new(),
-            value,
-        });
-        sample.labels.truncate(values.len());
-        for (i, (key, v)) in desc.labels.iter().zip(values).enumerate() {
-            match sample.labels.get_mut(i) {
-                Some((k, s)) => {
-                    *k = key;
-                    s.clear();
-                    s.push_str(v);
-                }
-                None => sample.labels.push((key, (*v).to_string())),
-            }
+        match fam.sum {
+            Some(s) => fam.add_summed(&page.sums[s].1, desc, values, value),
+            None => fam.add(
+                desc.labels.iter().copied().zip(values.iter().copied()),
+                value,
+            ),
         }
-        sample.value = value;
-        fam.samples.push(sample);
     }
 
     /// Adds one sample. Non-finite values are dropped: a NaN is never exposed as a reading.
@@ -310,9 +384,14 @@ impl Scrape {
             labels,
             desc.labels
         );
-        let fam = self.family(desc);
-        let kept = |f: &SeriesFilter| f.keeps(|i| labels.get(i).map_or("", |(_, v)| v.as_str()));
-        if !fam.skipped && fam.filter.as_deref().is_none_or(kept) {
+        let at = self.family(desc);
+        let fam = &self.families[at];
+        if fam.filter.is_some() || fam.sum.is_some() {
+            let values: Vec<&str> = labels.iter().map(|(_, v)| v.as_str()).collect();
+            return self.push_values(desc, &values, value);
+        }
+        let fam = &mut self.families[at];
+        if !fam.skipped {
             fam.samples.push(Sample { labels, value });
         }
     }
@@ -334,6 +413,69 @@ impl Scrape {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_page_filters_and_sums_as_samples_are_pushed() {
+        use super::*;
+        use crate::selection::Rule;
+        static TYPED: Desc = Desc::counter("reveal_test_typed", Unit::None, &["cpu", "type"], "t");
+        static PLAIN: Desc = Desc::counter("reveal_test_all", Unit::None, &["cpu"], "t");
+        let a_or_b = Rule::Any(vec![vec![(
+            "type",
+            regex::Regex::new("^(?:A|B)$").unwrap(),
+        )]]);
+        let mut s = Scrape::new();
+        s.set_page(Arc::new(Page {
+            filters: vec![(&TYPED, SeriesFilter::new(&TYPED, &[&a_or_b], &[]).unwrap())],
+            sums: vec![(&TYPED, vec![0]), (&PLAIN, vec![0])],
+            ..Page::default()
+        }));
+        for round in 0..3 {
+            s.clear();
+            // Out of order on the second CPU, and C left out by the filter.
+            s.push_values(&TYPED, &["0", "A"], 1.0);
+            s.push_values(&TYPED, &["0", "B"], 2.0);
+            s.push_values(&TYPED, &["0", "C"], 4.0);
+            s.push_values(&TYPED, &["1", "B"], 8.0);
+            s.push(
+                &TYPED,
+                vec![("cpu", "1".into()), ("type", "A".into())],
+                16.0,
+            );
+            s.push(
+                &TYPED,
+                vec![("cpu", "1".into()), ("type", "C".into())],
+                32.0,
+            );
+            s.push_values(&PLAIN, &["0"], 1.0);
+            s.push_values(&PLAIN, &["1"], 2.0);
+            let got: Vec<(Vec<(&str, &str)>, f64)> = s
+                .families()
+                .flat_map(|f| &f.samples)
+                .map(|x| {
+                    (
+                        x.labels.iter().map(|(k, v)| (*k, v.as_str())).collect(),
+                        x.value,
+                    )
+                })
+                .collect();
+            assert_eq!(
+                got,
+                [
+                    (vec![("type", "A")], 17.0),
+                    (vec![("type", "B")], 10.0),
+                    (vec![], 3.0)
+                ],
+                "round {round}"
+            );
+        }
+        // A page without the sums stores every series again.
+        s.skip_only([]);
+        s.clear();
+        s.push_values(&TYPED, &["0", "C"], 4.0);
+        s.push_values(&TYPED, &["1", "C"], 4.0);
+        assert_eq!(s.sample_count(), 2);
+    }
+
     #[test]
     fn the_spare_pool_does_not_grow_from_scrape_to_scrape() {
         use super::*;

@@ -348,6 +348,7 @@ IcmpMsg: 1\n";
     /// TCP's only, once the file's protocols are known.
     #[test]
     fn a_file_none_of_whose_protocols_the_page_serves_is_not_read() {
+        use crate::scrape::Page;
         use crate::series_filter::SeriesFilter;
         use reveal_schema::selection::Selection;
         use std::sync::Arc;
@@ -365,9 +366,11 @@ IcmpMsg: 1\n";
         .unwrap();
         let tcp = sel.rule("reveal_network_protocol_events_total").unwrap();
         let tcp_page = |out: &mut Scrape| {
-            let f = Arc::new(SeriesFilter::new(&EVENTS, &[tcp], &[]).unwrap());
-            out.skip_only([&VALUES]);
-            out.filter_only([(&EVENTS, f)]);
+            out.set_page(Arc::new(Page {
+                skip: vec![&VALUES],
+                filters: vec![(&EVENTS, SeriesFilter::new(&EVENTS, &[tcp], &[]).unwrap())],
+                ..Page::default()
+            }))
         };
         let mut c = NetstatCollector::new(&s);
         let mut out = Scrape::new();
