@@ -420,7 +420,7 @@ impl Inner {
                 page.skip.push(d);
                 continue;
             };
-            if let Some(f) = SeriesFilter::new(d, &keep, &drop) {
+            if let Some(f) = SeriesFilter::new(d.labels, &keep, &drop) {
                 page.filters.push((d, f));
             }
             let k = key(d);

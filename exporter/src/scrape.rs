@@ -425,7 +425,10 @@ mod tests {
         )]]);
         let mut s = Scrape::new();
         s.set_page(Arc::new(Page {
-            filters: vec![(&TYPED, SeriesFilter::new(&TYPED, &[&a_or_b], &[]).unwrap())],
+            filters: vec![(
+                &TYPED,
+                SeriesFilter::new(TYPED.labels, &[&a_or_b], &[]).unwrap(),
+            )],
             sums: vec![(&TYPED, vec![0]), (&PLAIN, vec![0])],
             ..Page::default()
         }));

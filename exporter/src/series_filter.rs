@@ -2,9 +2,9 @@
 //!
 //! A page's rules for a family (the selection's `match:` rule, the fast cadence's rule, and
 //! for the slow page the fast rule negated: it serves what the fast page does not) are
-//! resolved once, at start, against the family's descriptor: each matcher's label name becomes
+//! resolved once, at start, against the family's label names: each matcher's label name becomes
 //! the label's position in the descriptor. The collector then pushes label values in that
-//! order ([`crate::scrape::Scrape::push_values`]) and a series the page does not serve is
+//! order (`Scrape::push_values`) and a series the page does not serve is
 //! dropped before any label is copied — without this, every series of `/proc/net/netstat` or
 //! `/proc/vmstat` was copied and then tested by label name at encoding, on a page that serves
 //! four of them (a fifth of the exporter's CPU on the 100 ms page).
@@ -13,9 +13,8 @@
 //! with these values of some labels could be served, so that a collector skips a file none of
 //! whose series the page serves (`/proc/net/snmp6` on a page that serves TCP counters only).
 
-use crate::scrape::Desc;
-use crate::selection::Rule;
 use regex::Regex;
+use reveal_schema::selection::Rule;
 
 /// One matcher of a rule: the label's position in the descriptor (`None`: a label the family
 /// does not have, which reads as empty, as in [`Rule::keeps`]) and the anchored regex.
@@ -38,7 +37,7 @@ pub struct SeriesFilter {
 impl SeriesFilter {
     /// The filter of a page that serves the series every rule of `keep` keeps and no rule of
     /// `drop` keeps. `None` when that is every series (each `keep` is [`Rule::All`], no `drop`).
-    pub fn new(desc: &Desc, keep: &[&Rule], drop: &[&Rule]) -> Option<SeriesFilter> {
+    pub fn new(labels: &[&str], keep: &[&Rule], drop: &[&Rule]) -> Option<SeriesFilter> {
         let resolve = |rule: &Rule, negated: bool| -> Option<Term> {
             match rule {
                 Rule::All if !negated => None,
@@ -53,7 +52,7 @@ impl SeriesFilter {
                         .map(|set| {
                             set.iter()
                                 .map(|(name, re)| {
-                                    (desc.labels.iter().position(|l| l == name), re.clone())
+                                    (labels.iter().position(|l| l == name), re.clone())
                                 })
                                 .collect()
                         })
@@ -114,15 +113,9 @@ fn any(values: impl Iterator<Item = Option<bool>>) -> Option<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scrape::Unit;
     use reveal_schema::selection::Selection;
 
-    static EVENTS: Desc = Desc::counter(
-        "reveal_network_protocol_events",
-        Unit::None,
-        &["protocol", "field"],
-        "test",
-    );
+    const EVENTS: &[&str] = &["protocol", "field"];
 
     fn rule(text: &str) -> Rule {
         let sel = Selection::parse(&format!(
@@ -137,7 +130,7 @@ mod tests {
     #[test]
     fn keeps_what_the_rules_keep_by_position() {
         let fast = rule("match: {protocol: 'Tcp|TcpExt', field: 'RetransSegs|ListenDrops'}");
-        let f = SeriesFilter::new(&EVENTS, &[&fast], &[]).unwrap();
+        let f = SeriesFilter::new(EVENTS, &[&fast], &[]).unwrap();
         let labels = |p: &'static str, fl: &'static str| move |i: usize| [p, fl][i];
         assert!(f.keeps(labels("Tcp", "RetransSegs")));
         assert!(f.keeps(labels("TcpExt", "ListenDrops")));
@@ -154,7 +147,7 @@ mod tests {
             assert_eq!(f.keeps(labels(p, fl)), fast.keeps(&pairs), "{p} {fl}");
         }
         // The slow page: the fast rule negated.
-        let slow = SeriesFilter::new(&EVENTS, &[], &[&fast]).unwrap();
+        let slow = SeriesFilter::new(EVENTS, &[], &[&fast]).unwrap();
         assert!(!slow.keeps(labels("Tcp", "RetransSegs")));
         assert!(slow.keeps(labels("Tcp", "InSegs")));
     }
@@ -162,16 +155,16 @@ mod tests {
     #[test]
     fn a_partial_series_is_refused_only_when_no_series_could_be_kept() {
         let fast = rule("match: {protocol: 'Tcp|TcpExt', field: 'RetransSegs'}");
-        let f = SeriesFilter::new(&EVENTS, &[&fast], &[]).unwrap();
+        let f = SeriesFilter::new(EVENTS, &[&fast], &[]).unwrap();
         let protocol = |p: &'static str| move |i: usize| (i == 0).then_some(p);
         assert!(f.may_keep(protocol("Tcp")));
         assert!(!f.may_keep(protocol("Ip6")));
         // The slow page serves Tcp's other fields, and every Ip6 series.
-        let slow = SeriesFilter::new(&EVENTS, &[], &[&fast]).unwrap();
+        let slow = SeriesFilter::new(EVENTS, &[], &[&fast]).unwrap();
         assert!(slow.may_keep(protocol("Tcp")) && slow.may_keep(protocol("Ip6")));
         // A rule on the protocol alone decides for the whole protocol.
         let tcp_only = rule("match: {protocol: 'Tcp'}");
-        let slow = SeriesFilter::new(&EVENTS, &[], &[&tcp_only]).unwrap();
+        let slow = SeriesFilter::new(EVENTS, &[], &[&tcp_only]).unwrap();
         assert!(!slow.may_keep(protocol("Tcp")) && slow.may_keep(protocol("Udp")));
         // Several sets: kept if any set could keep it.
         let two = Selection::parse(
@@ -181,7 +174,7 @@ mod tests {
         .unwrap();
         let two = two.rule("reveal_network_protocol_events_total").unwrap();
         assert!(matches!(two, Rule::Any(sets) if sets.len() == 2));
-        let f = SeriesFilter::new(&EVENTS, &[two], &[]).unwrap();
+        let f = SeriesFilter::new(EVENTS, &[two], &[]).unwrap();
         assert!(
             f.may_keep(protocol("Ip6")),
             "a field could still match the second set"
@@ -190,8 +183,8 @@ mod tests {
 
     #[test]
     fn every_series_or_none() {
-        assert!(SeriesFilter::new(&EVENTS, &[&Rule::All], &[]).is_none());
-        let none = SeriesFilter::new(&EVENTS, &[&Rule::All], &[&Rule::All]).unwrap();
+        assert!(SeriesFilter::new(EVENTS, &[&Rule::All], &[]).is_none());
+        let none = SeriesFilter::new(EVENTS, &[&Rule::All], &[&Rule::All]).unwrap();
         assert!(!none.keeps(|_| "Tcp") && !none.may_keep(|_| None));
         // A label the family does not have reads as empty.
         let anchored = |p: &str| Regex::new(&format!("^(?:{p})$")).unwrap();
@@ -199,7 +192,7 @@ mod tests {
             ("protocol", anchored("Tcp")),
             ("device", anchored("")),
         ]]);
-        let f = SeriesFilter::new(&EVENTS, &[&other], &[]).unwrap();
+        let f = SeriesFilter::new(EVENTS, &[&other], &[]).unwrap();
         assert!(f.keeps(|i| ["Tcp", "X"][i]));
     }
 }

@@ -368,7 +368,10 @@ IcmpMsg: 1\n";
         let tcp_page = |out: &mut Scrape| {
             out.set_page(Arc::new(Page {
                 skip: vec![&VALUES],
-                filters: vec![(&EVENTS, SeriesFilter::new(&EVENTS, &[tcp], &[]).unwrap())],
+                filters: vec![(
+                    &EVENTS,
+                    SeriesFilter::new(EVENTS.labels, &[tcp], &[]).unwrap(),
+                )],
                 ..Page::default()
             }))
         };
