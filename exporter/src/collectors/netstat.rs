@@ -228,11 +228,16 @@ impl Collector for NetstatCollector {
                 parse_snmp(buf, &mut fields)
             };
             parsed.map_err(|e| CollectError::parse(file, e))?;
-            let held = &fields[from..];
-            let mut seen: Vec<&str> = held.iter().map(|f| f.protocol).collect();
-            seen.dedup();
-            if !seen.iter().eq(protocols.iter()) {
-                *protocols = seen.iter().map(|p| p.to_string()).collect();
+            // Compared without allocating: they change only when the kernel's MIBs do.
+            let held = || {
+                let f = &fields[from..];
+                f.iter()
+                    .enumerate()
+                    .filter(move |(i, x)| *i == 0 || f[i - 1].protocol != x.protocol)
+                    .map(|(_, x)| x.protocol)
+            };
+            if !held().eq(protocols.iter().map(String::as_str)) {
+                *protocols = held().map(str::to_string).collect();
             }
         }
         for f in &fields {
