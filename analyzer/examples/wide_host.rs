@@ -18,7 +18,8 @@ use prometheus_client::registry::Registry;
 use reveal_analyzer::config::AnalysisConfig;
 use reveal_analyzer::core::episodes::tracker::Event;
 use reveal_analyzer::core::families::FamilyParams;
-use reveal_analyzer::core::pipeline::{analyze_host, AnalyzeParams};
+use reveal_analyzer::core::pipeline::AnalyzeParams;
+use reveal_analyzer::online::analyze::analyze_host;
 use reveal_analyzer::online::{Engine, EngineParams, Outcome};
 use reveal_analyzer::outputs::metrics::SelfMetrics;
 

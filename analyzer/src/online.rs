@@ -1,6 +1,7 @@
 //! The online analysis of `reveal-analyzer run`: what happens to each host's new windows
 //! every stride, independent of where the data comes from and where findings go.
 
+pub mod analyze;
 pub mod engine;
 pub mod group;
 pub mod reports;
@@ -12,6 +13,9 @@ use crate::core::episodes::tracker;
 pub use engine::{Engine, EngineParams, Status};
 
 /// What became of one window.
+// Most windows of a pass are scored (skipped ones are the exception), so boxing the scored
+// variant would add an allocation per window to save space on the few skipped ones.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
     /// Not scored: `warmup`, `no_data`, `too_few_samples`.
@@ -51,6 +55,10 @@ pub struct WindowScore {
     /// (subsystem, remediation hint of its strongest claim), where the hint table has one
     /// ([`crate::core::hints`]).
     pub hints: Vec<(String, String)>,
+    /// The metric–feature pairs behind the claims and as many again, strongest first: the
+    /// flagging detectors that cite each, its share, z, value and (offline) baseline.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<crate::core::episodes::Evidence>,
     /// What the window did to the host's episode: opened, extended or closed it.
     #[serde(skip)]
     pub event: Option<Box<tracker::Event>>,

@@ -11,10 +11,11 @@ use crate::core::detect::DetectorsConfig;
 use crate::core::duration::parse_duration;
 use crate::core::families::FamilyParams;
 use crate::core::features::FeatureConfig;
-use crate::core::pipeline::{analyze, AnalyzeParams};
+use crate::core::pipeline::AnalyzeParams;
 use crate::core::window::WindowConfig;
 use crate::ingest::kinds::MetricSet;
 use crate::ingest::{FileFormat, FileSource, Source, SourceOptions};
+use crate::online::analyze::analyze;
 use crate::outputs::report::{deviation_lines, json_lines, markdown};
 use clap::ValueEnum;
 

@@ -1,8 +1,10 @@
 //! Offline analysis of a recording (`reveal-analyzer analyze`), paper §4.2–§4.4 and
-//! DESIGN "Pipeline per host" steps 1–6: windows → features → detectors (fitted on the
-//! whole run) → agreement → attribution → claims → episodes; and step 8, regime changes
-//! ([`regimes`]): a persistent, stable shift is reported once, and the windows that straddle
-//! it are not anomalies.
+//! DESIGN "Pipeline per host" steps 1–6 and 8: what comes before and after the engine.
+//! [`prepare`] counts the channels, lays the windows and says in plain words why a recording
+//! cannot be analyzed; the service's engine then fits one model on the whole run and scores
+//! every window with its own verdict and claims (`crate::online::analyze`); [`conclude`]
+//! reports regime changes ([`regimes`]: a persistent, stable shift is reported once, and the
+//! windows that straddle it are not anomalies) and merges flagged windows into episodes.
 //!
 //! Bad input never becomes a finding: windows with too few samples are skipped and
 //! counted; static channels are left out of detection; NaN features are "at baseline" for
@@ -10,8 +12,9 @@
 //! flag; a host with too few windows for a baseline gets a note instead of findings.
 //!
 //! ```
-//! use reveal_analyzer::core::pipeline::{analyze, AnalyzeParams};
+//! use reveal_analyzer::core::pipeline::AnalyzeParams;
 //! use reveal_analyzer::ingest::{csv::parse_csv, SourceOptions};
+//! use reveal_analyzer::online::analyze::analyze;
 //!
 //! // 20 s of one channel at 100 ms: too short to fit a baseline, which the result says.
 //! let mut text = String::from("timestamp,reveal_cpu_busy_ratio\n");
@@ -28,25 +31,18 @@
 mod claims;
 pub mod regimes;
 
-use std::collections::BTreeMap;
-
-use ndarray::{Array2, Axis};
+use ndarray::Array2;
 use serde::Serialize;
 
-use crate::core::attribution;
-use crate::core::detect::{Detector, DetectorsConfig};
-use crate::core::episodes::tracker::severity;
+use crate::core::detect::DetectorsConfig;
 use crate::core::episodes::{merge_episodes, Episode};
 pub use crate::core::episodes::{Evidence, FlaggedWindow};
 use crate::core::families::{fold, FamilyParams, Folded};
-use crate::core::features::{least_change, single, Extractor, FeatureConfig, FeatureMatrix};
-use crate::core::fit::{fit_with, Baseline};
-use crate::core::matrix::{HostMatrix, Kind, Subsystem};
+use crate::core::features::FeatureConfig;
+use crate::core::matrix::{HostMatrix, Kind};
 use crate::core::regime::RegimeParams;
-use crate::core::score::Scorer;
-use crate::core::stats::column_medians;
-use crate::core::window::{plan_windows, SkipReason, WindowConfig};
-pub use claims::claim;
+use crate::core::window::{plan_windows, SkipReason, WindowConfig, WindowPlan};
+pub use claims::with_size;
 pub use regimes::RegimeReport;
 
 /// Settings of an offline analysis; every default is the DESIGN's.
@@ -57,8 +53,6 @@ pub struct AnalyzeParams {
     pub features: FeatureConfig,
     /// Seed of the randomized detectors (PCA solver, Isolation Forest).
     pub seed: u64,
-    /// Evidence pairs kept per detector and window.
-    pub top_k: usize,
     /// Windows needed to fit a baseline.
     pub min_windows: usize,
     /// Flagged windows at most this many ids apart join one episode.
@@ -77,7 +71,6 @@ impl Default for AnalyzeParams {
             window: WindowConfig::default(),
             features: FeatureConfig::default(),
             seed: 42,
-            top_k: 5,
             min_windows: 30,
             episode_gap: crate::core::episodes::DEFAULT_CLOSE_AFTER as usize,
             detectors: None,
@@ -126,12 +119,16 @@ pub struct HostAnalysis {
     pub regime_changes: Vec<RegimeReport>,
 }
 
-/// Analyzes every host on its own.
-pub fn analyze(hosts: &[HostMatrix], p: &AnalyzeParams) -> Vec<HostAnalysis> {
-    hosts.iter().map(|m| analyze_host(m, p)).collect()
+/// A recording ready for the engine: its folded matrix, its windows, and the report so far.
+pub struct Prepared {
+    pub folded: Folded,
+    pub plan: WindowPlan,
+    pub out: HostAnalysis,
 }
 
-pub fn analyze_host(raw: &HostMatrix, p: &AnalyzeParams) -> HostAnalysis {
+/// Counts what the recording holds and lays its windows; `Err` is the finished report of a
+/// recording that cannot be analyzed, its notes saying why.
+pub fn prepare(raw: &HostMatrix, p: &AnalyzeParams) -> Result<Prepared, Box<HostAnalysis>> {
     let folded = fold(raw, &p.families);
     let m = &folded.matrix;
     let mut out = HostAnalysis {
@@ -160,13 +157,13 @@ pub fn analyze_host(raw: &HostMatrix, p: &AnalyzeParams) -> HostAnalysis {
     if s.dynamic + s.event == 0 {
         out.notes
             .push("no dynamic or event channels: nothing to detect on".to_string());
-        return out;
+        return Err(Box::new(out));
     }
     let plan = match plan_windows(m, &p.window) {
         Ok(plan) => plan,
         Err(e) => {
             out.notes.push(e.to_string());
-            return out;
+            return Err(Box::new(out));
         }
     };
     s.windows_scored = plan.windows.len();
@@ -182,7 +179,7 @@ pub fn analyze_host(raw: &HostMatrix, p: &AnalyzeParams) -> HostAnalysis {
             "the recording is shorter than one window ({} ms)",
             p.window.window_ms
         ));
-        return out;
+        return Err(Box::new(out));
     }
     if plan.windows.len() < p.min_windows {
         out.notes.push(format!(
@@ -193,124 +190,24 @@ pub fn analyze_host(raw: &HostMatrix, p: &AnalyzeParams) -> HostAnalysis {
         if let Some(hint) = step_hint(m, &p.window) {
             out.notes.push(hint);
         }
-        return out;
+        return Err(Box::new(out));
     }
-    let detectors = p.detectors.clone().unwrap_or_default();
-    let fm = Extractor::new(detectors.features(p.features), p.window).extract(m, &plan);
-    let scored: Vec<usize> = fm
-        .scored_columns()
-        .into_iter()
-        .filter(|&c| detectors.scores(fm.columns[c].feature))
-        .collect();
-    out.summary.feature_columns = scored.len();
-    // At the precision the service keeps (`single`): the same scores offline and live.
-    let x = fm.values.select(Axis(1), &scored).mapv(single);
-    let set = detectors.for_columns(
-        &scored
-            .iter()
-            .map(|&c| fm.columns[c].kind)
-            .collect::<Vec<_>>(),
-        &scored
-            .iter()
-            .map(|&c| fm.columns[c].channel)
-            .collect::<Vec<_>>(),
-        &scored
-            .iter()
-            .map(|&c| {
-                let col = &fm.columns[c];
-                least_change(col.feature, &fm.channels[col.channel], &p.window)
-            })
-            .collect::<Vec<_>>(),
-    );
-    // The baseline is the whole recording, the windows scored among it: an event channel's
-    // one excursion is the event, not the measure of its spread.
-    let set = set.whole_run();
-    let fitted = match fit_with(x.view(), &set, p.seed, 0, Baseline::WholeRun) {
-        Ok(f) => f,
-        Err(e) => {
-            out.notes.push(format!("{e} on this host's windows"));
-            return out;
-        }
-    };
-    for (detector, why) in &fitted.not_fitted {
-        out.notes.push(format!("{detector} was not fitted: {why}"));
-    }
-    let left_out = (0..scored.len())
-        .filter(|&j| {
-            fitted.detectors.iter().all(|c| {
-                c.model
-                    .columns()
-                    .get(j)
-                    .is_some_and(|c| c.reason().is_some())
-            })
-        })
-        .count();
-    out.summary.columns_left_out = left_out;
-    if left_out > 0 {
-        out.notes.push(format!(
-            "{left_out} of {} feature columns are constant or mostly missing in the run and were not scored",
-            scored.len()
-        ));
-    }
-    out.summary.detectors = fitted
-        .detectors
-        .iter()
-        .map(|c| c.model.name().to_string())
-        .collect();
-    let baseline = column_medians(&x);
-    let mut scorer = Scorer::new(p.window.stride_ms);
-    for (wi, w) in fm.windows.iter().enumerate() {
-        let row = x.row(wi);
-        let verdict = scorer.score(&fitted, w.end_ms, row);
-        let scores: BTreeMap<String, f64> = verdict
-            .scores
-            .iter()
-            .map(|(d, r)| (d.to_string(), *r))
-            .collect();
-        let flagging: Vec<&dyn Detector> = verdict
-            .flagging
-            .iter()
-            .map(|&i| fitted.detectors[i].model.as_ref())
-            .collect();
-        if flagging.is_empty() {
-            continue;
-        }
-        let mut evidence = evidence(&fm, &scored, &x, wi, &flagging, &baseline, p.top_k);
-        for e in &mut evidence {
-            name_device(&folded, e, w.start_ms, w.end_ms);
-        }
-        out.flagged.push(FlaggedWindow {
-            host: m.host.clone(),
-            window: w.id,
-            start_ms: w.start_ms,
-            end_ms: w.end_ms,
-            detectors: flagging.iter().map(|d| d.name().to_string()).collect(),
-            agreement: flagging.len() as u32,
-            severity: severity(
-                flagging.len() as u32,
-                flagging
-                    .iter()
-                    .map(|d| scores.get(d.name()).copied().unwrap_or(0.0))
-                    .fold(f64::INFINITY, f64::min),
-            ),
-            scores,
-            subsystems: subsystem_shares(&evidence),
-            evidence,
-        });
-    }
+    Ok(Prepared { folded, plan, out })
+}
+
+/// Regime changes over the scored windows' feature `rows` (ends `ends`, columns named
+/// `columns`), the flagged windows that straddle one absorbed into it, and the rest merged
+/// into episodes.
+pub fn conclude(
+    out: &mut HostAnalysis,
+    ends: &[i64],
+    rows: &Array2<f64>,
+    columns: &[String],
+    p: &AnalyzeParams,
+) {
     if let Some(rp) = p.regime {
-        let ends: Vec<i64> = fm.windows.iter().map(|w| w.end_ms).collect();
-        let name = |j: usize| {
-            scored.get(j).map_or_else(String::new, |&c| {
-                let col = fm.columns[c];
-                format!(
-                    "{}__{}",
-                    fm.channels[col.channel].name,
-                    col.feature.suffix()
-                )
-            })
-        };
-        out.regime_changes = regimes::regime_changes(&m.host, &ends, &x, name, rp);
+        let name = |j: usize| columns.get(j).cloned().unwrap_or_default();
+        out.regime_changes = regimes::regime_changes(&out.host, ends, rows, name, rp);
         let window_ms = p.window.window_ms;
         for r in &mut out.regime_changes {
             let before = out.flagged.len();
@@ -320,7 +217,6 @@ pub fn analyze_host(raw: &HostMatrix, p: &AnalyzeParams) -> HostAnalysis {
         }
     }
     out.episodes = merge_episodes(&out.flagged, p.episode_gap);
-    out
 }
 
 /// When most windows lack samples because the recording is sparser than the grid (a 1 s
@@ -354,121 +250,6 @@ fn step_hint(m: &HostMatrix, w: &WindowConfig) -> Option<String> {
         100.0 * filled as f64 / (cells + 1) as f64,
         m.step_ms
     ))
-}
-
-/// The flagging detectors' top channels, each by its heaviest feature
-/// ([`attribution::by_channel`]), merged per column, strongest first. A pair whose value in
-/// this window is not finite, or whose attribution is not, is dropped.
-fn evidence(
-    fm: &FeatureMatrix,
-    scored: &[usize],
-    x: &Array2<f64>,
-    wi: usize,
-    flagging: &[&dyn Detector],
-    baseline: &[f64],
-    top_k: usize,
-) -> Vec<Evidence> {
-    let mut by_col: BTreeMap<usize, Evidence> = BTreeMap::new();
-    for d in flagging {
-        let channel_of = |j: usize| scored.get(j).map(|&c| fm.columns[c].channel);
-        for a in attribution::by_channel(*d, x.row(wi), top_k, channel_of) {
-            let j = a.feature;
-            let value = x.get((wi, j)).copied().unwrap_or(f64::NAN);
-            if !(value.is_finite() && a.z.is_finite() && a.contribution.is_finite()) {
-                continue;
-            }
-            if a.contribution <= 0.0 {
-                continue;
-            }
-            let Some(&c) = scored.get(j) else { continue };
-            let col = fm.columns[c];
-            let channel = &fm.channels[col.channel];
-            let e = by_col.entry(j).or_insert_with(|| Evidence {
-                channel: channel.name.clone(),
-                subsystem: col.subsystem,
-                feature: col.feature,
-                feature_name: col.feature.tsfresh_name(),
-                detectors: Vec::new(),
-                contribution: 0.0,
-                z: a.z,
-                value,
-                baseline: baseline[j],
-                claim: String::new(),
-            });
-            e.detectors.push(d.name().to_string());
-            e.contribution = e.contribution.max(a.contribution);
-            // The z a claim states is the largest any flagging detector gives the feature,
-            // as the service states it (`online::engine::verdict`).
-            if a.z.abs() > e.z.abs() {
-                e.z = a.z;
-            }
-        }
-    }
-    let mut ev: Vec<Evidence> = by_col.into_values().collect();
-    for e in &mut ev {
-        e.claim = claim(&e.channel, e.subsystem, e.feature, e.value, e.baseline, e.z);
-    }
-    ev.sort_by(|a, b| {
-        (b.detectors.len(), b.contribution)
-            .partial_cmp(&(a.detectors.len(), a.contribution))
-            .unwrap_or(std::cmp::Ordering::Equal)
-    });
-    ev.truncate(top_k.max(1) * 2);
-    ev
-}
-
-/// Evidence on a family channel names the device behind it: its channel becomes the device's,
-/// and its claim says where the device stood against its siblings in the window.
-fn name_device(folded: &Folded, e: &mut Evidence, start_ms: i64, end_ms: i64) {
-    let named = |e: &Evidence, device: &str, sentence: &str| {
-        claims::device_claim(
-            device,
-            e.subsystem,
-            sentence,
-            &e.channel,
-            e.feature,
-            e.value,
-            e.baseline,
-            e.z,
-        )
-    };
-    if let Some((channel, sentence)) = folded.missing(&e.channel, start_ms, end_ms) {
-        e.claim = named(e, &channel, &sentence);
-        e.channel = channel;
-        return;
-    }
-    let Some(view) = folded.siblings(&e.channel, start_ms, end_ms, e.z >= 0.0) else {
-        return;
-    };
-    let metric = crate::core::claim::parse_channel(&view.channel)
-        .0
-        .to_string();
-    let per_second = folded
-        .members
-        .channels
-        .iter()
-        .find(|c| c.name == view.channel)
-        .is_some_and(|c| c.per_second);
-    e.claim = named(e, &view.channel, &view.sentence(&metric, per_second));
-    e.channel = view.channel;
-}
-
-/// Share of the evidence's contribution per subsystem, largest first; subsystems whose
-/// evidence is all within its usual spread while another's is clear have none
-/// ([`attribution::clear_subsystems`]).
-pub fn subsystem_shares(ev: &[Evidence]) -> Vec<(Subsystem, f64)> {
-    let clear = attribution::clear_subsystems(ev.iter().map(|e| (e.subsystem, e.z)));
-    let mut share: BTreeMap<Subsystem, f64> = BTreeMap::new();
-    for e in ev.iter().filter(|e| clear.contains(&e.subsystem)) {
-        *share.entry(e.subsystem).or_default() += e.contribution;
-    }
-    let total: f64 = share.values().sum();
-    let mut v: Vec<(Subsystem, f64)> = share
-        .into_iter()
-        .map(|(s, c)| (s, if total > 0.0 { c / total } else { 0.0 }))
-        .collect();
-    v.sort_by(|a, b| b.1.total_cmp(&a.1));
-    v
 }
 
 #[cfg(test)]

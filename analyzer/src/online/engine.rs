@@ -15,8 +15,10 @@ use crate::config::{AnalysisConfig, EpisodeConfig};
 use crate::core::detect::DetectorsConfig;
 use crate::core::episodes::tracker::{Event, Tracker, TrackerParams};
 use crate::core::episodes::OpenEpisode;
-use crate::core::families::{fold, FamilyParams, KnownDevices};
-use crate::core::features::{least_change, single, Extractor, Feature, FeatureConfig};
+use crate::core::families::{fold, FamilyParams, Folded, KnownDevices};
+use crate::core::features::{
+    least_change, single, Extractor, Feature, FeatureConfig, FeatureMatrix,
+};
 use crate::core::fit::{fit_with_alerts, Baseline, Fitted};
 use crate::core::matrix::{HostMatrix, Kind, Subsystem};
 use crate::core::presence::{MissingDevice, Presence};
@@ -429,33 +431,7 @@ impl Engine {
         host.presence
             .observe(&folded.fixed, until - self.params.baseline_ms);
         // Map this pass's columns into the host's layout, growing it for new channels.
-        let set = self.params.detectors.clone().unwrap_or_default();
-        let scored: Vec<usize> = fm
-            .scored_columns()
-            .into_iter()
-            .filter(|&c| set.scores(fm.columns[c].feature))
-            .collect();
-        let mut map = Vec::with_capacity(scored.len());
-        for &c in &scored {
-            let col = &fm.columns[c];
-            let name = &fm.channels[col.channel].name;
-            let key = (name.clone(), col.feature);
-            let idx = *host.index.entry(key).or_insert_with(|| {
-                host.layout.push(Col {
-                    channel: name.clone(),
-                    feature: col.feature,
-                    subsystem: col.subsystem,
-                    kind: fm.channels[col.channel].kind,
-                    least: least_change(
-                        col.feature,
-                        &fm.channels[col.channel],
-                        &self.params.window,
-                    ),
-                });
-                host.layout.len() - 1
-            });
-            map.push((c, idx));
-        }
+        let map = map_columns(host, &fm, &self.params);
         // History read again (a read that failed part way, history that came late) brings
         // windows the baseline already holds: each is learned once, in time order.
         let learned_until = host.ring.last_end_ms().filter(|_| learn_only);
@@ -494,25 +470,6 @@ impl Engine {
             let scorer = host.scorer.get_or_insert_with(|| Scorer::new(w.stride_ms));
             let scored_row = without_left_out(&row, win.end_ms, &mut host.left_out, &host.layout);
             let window_start = win.end_ms - w.window_ms;
-            let namer = |channel: &str, up: bool| {
-                let known = Some(&host.known);
-                if let Some(named) = folded.missing_known(channel, window_start, win.end_ms, known)
-                {
-                    return Some(named);
-                }
-                folded
-                    .siblings(channel, window_start, win.end_ms, up)
-                    .map(|v| {
-                        let (metric, _) = crate::core::claim::parse_channel(&v.channel);
-                        let per_second = folded
-                            .members
-                            .channels
-                            .iter()
-                            .find(|c| c.name == v.channel)
-                            .is_some_and(|c| c.per_second);
-                        (v.channel.clone(), v.sentence(metric, per_second))
-                    })
-            };
             let mut score = score_window(
                 &m.host,
                 win.end_ms,
@@ -520,7 +477,8 @@ impl Engine {
                 fitted,
                 scorer,
                 &host.layout,
-                &namer,
+                &device_namer(&folded, Some(&host.known), window_start, win.end_ms),
+                None,
             );
             metrics.phase("score", t1.elapsed().as_secs_f64());
             let flagged = score.agreement >= self.params.episodes.min_agreement;
@@ -690,11 +648,7 @@ fn maybe_fit(
         },
         None => None,
     };
-    let set = p.detectors.clone().unwrap_or_default().for_columns(
-        &host.layout.iter().map(|c| c.kind).collect::<Vec<_>>(),
-        &channel_ids(&host.layout),
-        &host.layout.iter().map(|c| c.least).collect::<Vec<_>>(),
-    );
+    let set = detector_set(p, &host.layout);
     // A trimming detector set fits on every window of the trailing baseline: each detector
     // drops what the baseline saw only once or twice (a fault, a burst) at fit time, and what
     // recurs is the host's routine — a write-back every few minutes that was flagged the first
@@ -801,6 +755,75 @@ fn without_left_out(
     out
 }
 
+/// Maps the scored columns of `fm` into the host's layout, growing it for new channels:
+/// (column of `fm`, column of the layout) for each.
+fn map_columns(host: &mut HostState, fm: &FeatureMatrix, p: &EngineParams) -> Vec<(usize, usize)> {
+    let set = p.detectors.clone().unwrap_or_default();
+    let scored: Vec<usize> = fm
+        .scored_columns()
+        .into_iter()
+        .filter(|&c| set.scores(fm.columns[c].feature))
+        .collect();
+    let mut map = Vec::with_capacity(scored.len());
+    for &c in &scored {
+        let col = &fm.columns[c];
+        let name = &fm.channels[col.channel].name;
+        let key = (name.clone(), col.feature);
+        let idx = *host.index.entry(key).or_insert_with(|| {
+            host.layout.push(Col {
+                channel: name.clone(),
+                feature: col.feature,
+                subsystem: col.subsystem,
+                kind: fm.channels[col.channel].kind,
+                least: least_change(col.feature, &fm.channels[col.channel], &p.window),
+            });
+            host.layout.len() - 1
+        });
+        map.push((c, idx));
+    }
+    map
+}
+
+/// The detectors fitted on a host's layout: each column's kind, channel and least change,
+/// and for a baseline that holds the windows it scores, a column that moved once is new.
+fn detector_set(p: &EngineParams, layout: &[Col]) -> DetectorsConfig {
+    let set = p.detectors.clone().unwrap_or_default().for_columns(
+        &layout.iter().map(|c| c.kind).collect::<Vec<_>>(),
+        &channel_ids(layout),
+        &layout.iter().map(|c| c.least).collect::<Vec<_>>(),
+    );
+    match p.calibration {
+        Baseline::WholeRun => set.whole_run(),
+        Baseline::Trailing => set,
+    }
+}
+
+/// Names the device behind a family channel in the window `(start_ms, end_ms]`: one that is
+/// not reporting (also one `known` remembers that this matrix lacks), else the one that moved
+/// furthest from its siblings the way the channel moved.
+fn device_namer<'a>(
+    folded: &'a Folded,
+    known: Option<&'a KnownDevices>,
+    start_ms: i64,
+    end_ms: i64,
+) -> impl Fn(&str, bool) -> Option<(String, String)> + 'a {
+    move |channel: &str, up: bool| {
+        if let Some(named) = folded.missing_known(channel, start_ms, end_ms, known) {
+            return Some(named);
+        }
+        folded.siblings(channel, start_ms, end_ms, up).map(|v| {
+            let (metric, _) = crate::core::claim::parse_channel(&v.channel);
+            let per_second = folded
+                .members
+                .channels
+                .iter()
+                .find(|c| c.name == v.channel)
+                .is_some_and(|c| c.per_second);
+            (v.channel.clone(), v.sentence(metric, per_second))
+        })
+    }
+}
+
 /// Channel of each layout column, numbered in order of appearance.
 fn channel_ids(layout: &[Col]) -> Vec<usize> {
     let mut ids: HashMap<&str, usize> = HashMap::new();
@@ -837,6 +860,7 @@ pub fn realign(m: &HostMatrix, start: i64, until: i64) -> HostMatrix {
     }
 }
 
+pub mod in_sample;
 mod refit;
 mod ring;
 #[cfg(test)]

@@ -1,51 +1,14 @@
 //! Claims for the offline report: the words an alert uses for the same evidence
-//! ([`crate::core::claim::evidence`]), plus the size against the baseline that the report has
-//! at hand (paper table 4: "exceeds the baseline reference").
-
-use crate::core::features::Feature;
-use crate::core::matrix::Subsystem;
+//! ([`crate::core::claim::evidence`], [`crate::core::claim::device_evidence`]), plus the size
+//! against the baseline that the report has at hand (paper table 4: "exceeds the baseline
+//! reference").
 
 /// "reveal_cpu_time_seconds_total{cpu="3",mode="user"} (cpu): within-window variance higher
-/// than its baseline (z = 6.2). 0.21 in this window, baseline 0.03."
-pub fn claim(
-    channel: &str,
-    subsystem: Subsystem,
-    feature: Feature,
-    value: f64,
-    baseline: f64,
-    z: f64,
-) -> String {
+/// than its baseline (z = 6.2). 0.21 in this window, baseline 0.03." — `claim` being the
+/// alert's words, up to "(z = 6.2)".
+pub fn with_size(claim: &str, value: f64, baseline: f64) -> String {
     format!(
-        "{}. {} in this window, baseline {}.",
-        crate::core::claim::evidence(channel, subsystem, feature, z),
-        num(value),
-        num(baseline)
-    )
-}
-
-/// [`claim`] of evidence on a device family's channel, naming the device
-/// ([`crate::core::claim::device_evidence`]).
-#[allow(clippy::too_many_arguments)]
-pub fn device_claim(
-    device: &str,
-    subsystem: Subsystem,
-    sentence: &str,
-    family_channel: &str,
-    feature: Feature,
-    value: f64,
-    baseline: f64,
-    z: f64,
-) -> String {
-    format!(
-        "{}. {} in this window, baseline {}.",
-        crate::core::claim::device_evidence(
-            device,
-            subsystem,
-            sentence,
-            family_channel,
-            feature,
-            z
-        ),
+        "{claim}. {} in this window, baseline {}.",
         num(value),
         num(baseline)
     )
@@ -73,17 +36,18 @@ pub(crate) fn num(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::features::Feature;
+    use crate::core::matrix::Subsystem;
 
     #[test]
     fn claims_carry_size_against_baseline() {
-        let c = claim(
+        let said = crate::core::claim::evidence(
             "reveal_storage_read_bytes_total{device=\"sda\"}",
             Subsystem::Storage,
             Feature::Maximum,
-            2.5e7,
-            1200.0,
             9.0,
         );
+        let c = with_size(&said, 2.5e7, 1200.0);
         assert_eq!(
             c,
             "reveal_storage_read_bytes_total{device=\"sda\"} (storage): maximum higher than its \

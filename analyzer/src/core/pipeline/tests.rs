@@ -1,7 +1,9 @@
 use ndarray::Array2;
 
 use super::*;
+use crate::core::matrix::Subsystem;
 use crate::core::matrix::{Channel, MetricType};
+use crate::online::analyze::analyze_host;
 
 /// Deterministic noise without an RNG crate.
 struct Lcg(u64);

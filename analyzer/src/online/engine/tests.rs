@@ -354,7 +354,7 @@ fn the_service_and_analyze_flag_the_same_windows_of_one_recording() {
     let t0 = 1_700_000_000_000;
     let m = host(t0, 620, t0 + 400_000..t0 + 410_000, &mut seed);
     let w = WindowConfig::default();
-    let offline = crate::core::pipeline::analyze_host(
+    let offline = crate::online::analyze::analyze_host(
         &m,
         &crate::core::pipeline::AnalyzeParams {
             window: w,

@@ -7,6 +7,7 @@ use ndarray::Array1;
 
 use super::Col;
 use crate::core::attribution::{by_channel, clear_subsystems, TOP_CHANNELS};
+use crate::core::episodes::Evidence;
 use crate::core::features::Feature;
 use crate::core::fit::Fitted;
 use crate::core::matrix::Subsystem;
@@ -44,6 +45,14 @@ pub(super) fn level_moved_up(
 /// channel and the sentence comparing it with its siblings (`core::families::Folded::siblings`).
 pub(super) type Namer<'a> = dyn Fn(&str, bool) -> Option<(String, String)> + 'a;
 
+/// Evidence kept per window in [`WindowScore::evidence`]: the claims' channels and as many
+/// again.
+const EVIDENCE_KEPT: usize = 2 * TOP_CHANNELS;
+
+/// Scores one window and, when detectors flag it, says why. `baseline` holds each column's
+/// median over the baseline where the caller has it (`analyze`: the whole run), for the
+/// evidence's [`Evidence::baseline`]; the service passes none.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn score_window(
     host: &str,
     end_ms: i64,
@@ -52,14 +61,15 @@ pub(super) fn score_window(
     scorer: &mut Scorer,
     layout: &[Col],
     namer: &Namer,
+    baseline: Option<&[f64]>,
 ) -> WindowScore {
     // Columns born after the fit are not in the model until the next refit.
     let x = Array1::from_iter((0..f.width).map(|j| row.get(j).copied().unwrap_or(f64::NAN)));
     let verdict = scorer.score(f, end_ms, x.view());
     let mut flagged = Vec::new();
     let mut share: BTreeMap<&'static str, f64> = BTreeMap::new();
-    // Per feature: how many flagging detectors cite it, their summed shares, and its z.
-    let mut pairs: Vec<(usize, u32, f64, f64)> = Vec::new();
+    // Per feature: the flagging detectors that cite it, their summed and largest shares, its z.
+    let mut pairs: Vec<Pair> = Vec::new();
     for &i in &verdict.flagging {
         let d = &f.detectors[i].model;
         flagged.push(d.name().to_string());
@@ -68,15 +78,30 @@ pub(super) fn score_window(
             if let Some(col) = layout.get(a.feature) {
                 *share.entry(col.subsystem.as_str()).or_default() += a.contribution;
             }
-            match pairs.iter_mut().find(|p| p.0 == a.feature) {
+            // A pair whose value or attribution is not finite, or that adds nothing to the
+            // score, is no evidence.
+            let value = x.get(a.feature).copied().unwrap_or(f64::NAN);
+            if !(value.is_finite() && a.z.is_finite() && a.contribution.is_finite())
+                || a.contribution <= 0.0
+            {
+                continue;
+            }
+            match pairs.iter_mut().find(|p| p.column == a.feature) {
                 Some(p) => {
-                    p.1 += 1;
-                    p.2 += a.contribution;
-                    if a.z.abs() > p.3.abs() {
-                        p.3 = a.z;
+                    p.detectors.push(d.name());
+                    p.sum += a.contribution;
+                    p.max = p.max.max(a.contribution);
+                    if a.z.abs() > p.z.abs() {
+                        p.z = a.z;
                     }
                 }
-                None => pairs.push((a.feature, 1, a.contribution, a.z)),
+                None => pairs.push(Pair {
+                    column: a.feature,
+                    detectors: vec![d.name()],
+                    sum: a.contribution,
+                    max: a.contribution,
+                    z: a.z,
+                }),
             }
         }
     }
@@ -84,7 +109,7 @@ pub(super) fn score_window(
     let clear = clear_subsystems(
         pairs
             .iter()
-            .filter_map(|p| layout.get(p.0).map(|c| (c.subsystem.as_str(), p.3))),
+            .filter_map(|p| layout.get(p.column).map(|c| (c.subsystem.as_str(), p.z))),
     );
     share.retain(|s, _| clear.contains(s));
     let total: f64 = share.values().sum();
@@ -101,48 +126,67 @@ pub(super) fn score_window(
         .collect();
     // Evidence that several detectors cite leads: one detector's flag on one feature (a
     // heavy-tailed statistic of a near-idle channel) does not speak for the window.
-    pairs.sort_by(|a, b| b.1.cmp(&a.1).then(b.2.total_cmp(&a.2)));
+    pairs.sort_by(|a, b| {
+        b.detectors
+            .len()
+            .cmp(&a.detectors.len())
+            .then(b.sum.total_cmp(&a.sum))
+    });
     // Evidence on a device family's channel names the device behind it
     // (`crate::core::families`), and its hint is the device's.
-    let ranked: Vec<(String, String, &Col, f64, Option<String>)> = pairs
+    let evidence: Vec<(Evidence, &Col)> = pairs
         .iter()
-        .filter_map(|(j, _, _, z)| {
-            layout.get(*j).map(|c| {
-                let (text, device) = match namer(&c.channel, *z >= 0.0) {
-                    Some((device, sentence)) => (
-                        crate::core::claim::device_evidence(
-                            &device,
-                            c.subsystem,
-                            &sentence,
-                            &c.channel,
-                            c.feature,
-                            *z,
-                        ),
-                        Some(device),
+        .filter_map(|p| layout.get(p.column).map(|c| (p, c)))
+        .take(EVIDENCE_KEPT)
+        .map(|(p, c)| {
+            let (claim, channel) = match namer(&c.channel, p.z >= 0.0) {
+                Some((device, sentence)) => (
+                    crate::core::claim::device_evidence(
+                        &device,
+                        c.subsystem,
+                        &sentence,
+                        &c.channel,
+                        c.feature,
+                        p.z,
                     ),
-                    None => (claim(c, *z), None),
-                };
-                (c.subsystem.as_str().to_string(), text, c, *z, device)
-            })
+                    device,
+                ),
+                None => (claim(c, p.z), c.channel.clone()),
+            };
+            let e = Evidence {
+                channel,
+                subsystem: c.subsystem,
+                feature: c.feature,
+                feature_name: c.feature.tsfresh_name(),
+                detectors: p.detectors.iter().map(|d| d.to_string()).collect(),
+                contribution: p.max,
+                z: p.z,
+                value: x[p.column],
+                baseline: baseline
+                    .and_then(|b| b.get(p.column).copied())
+                    .unwrap_or(f64::NAN),
+                claim,
+            };
+            (e, c)
         })
         .collect();
-    let claims: Vec<String> = ranked
+    let claims: Vec<String> = evidence
         .iter()
         .take(TOP_CHANNELS)
-        .map(|(_, c, _, _, _)| c.clone())
+        .map(|(e, _)| e.claim.clone())
         .collect();
     // The strongest claim of each subsystem, for alerts that name one subsystem each, and
     // the remediation hint of that evidence where the table has one.
     let mut by_subsystem: Vec<(String, String)> = Vec::new();
     let mut hints: Vec<(String, String)> = Vec::new();
-    for (sub, c, col, z, device) in ranked {
-        if !by_subsystem.iter().any(|(s, _)| *s == sub) {
-            let up = level_moved_up(col, z, x.view(), f, layout);
-            let channel = device.as_deref().unwrap_or(&col.channel);
-            if let Some(h) = crate::core::hints::hint(&sub, channel, up) {
-                hints.push((sub.clone(), h));
+    for (e, col) in &evidence {
+        let sub = e.subsystem.as_str();
+        if !by_subsystem.iter().any(|(s, _)| s == sub) {
+            let up = level_moved_up(col, e.z, x.view(), f, layout);
+            if let Some(h) = crate::core::hints::hint(sub, &e.channel, up) {
+                hints.push((sub.to_string(), h));
             }
-            by_subsystem.push((sub, c));
+            by_subsystem.push((sub.to_string(), e.claim.clone()));
         }
     }
     WindowScore {
@@ -157,7 +201,18 @@ pub(super) fn score_window(
         description: claims.join("; "),
         claims: by_subsystem,
         hints,
+        evidence: evidence.into_iter().map(|(e, _)| e).collect(),
     }
+}
+
+/// One feature the flagging detectors cite.
+struct Pair {
+    column: usize,
+    detectors: Vec<&'static str>,
+    /// Summed and largest share of a detector's score.
+    sum: f64,
+    max: f64,
+    z: f64,
 }
 
 /// The evidence's words ([`crate::core::claim::evidence`], shared with `analyze`).
