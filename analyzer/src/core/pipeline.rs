@@ -2,7 +2,7 @@
 //! DESIGN "Pipeline per host" steps 1–6 and 8: what comes before and after the engine.
 //! [`prepare`] counts the channels, lays the windows and says in plain words why a recording
 //! cannot be analyzed; the service's engine then fits one model on the whole run and scores
-//! every window with its own verdict and claims (`crate::online::analyze`); [`conclude`]
+//! every window with its own verdict and claims (`online::analyze`); [`conclude`]
 //! reports regime changes ([`regimes`]: a persistent, stable shift is reported once, and the
 //! windows that straddle it are not anomalies) and merges flagged windows into episodes.
 //!
@@ -251,6 +251,3 @@ fn step_hint(m: &HostMatrix, w: &WindowConfig) -> Option<String> {
         m.step_ms
     ))
 }
-
-#[cfg(test)]
-mod tests;

@@ -100,3 +100,6 @@ fn flagged_window(w: &Window, s: &WindowScore) -> FlaggedWindow {
             .collect(),
     }
 }
+
+#[cfg(test)]
+mod tests;

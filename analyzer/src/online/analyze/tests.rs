@@ -1,9 +1,8 @@
 use ndarray::Array2;
 
 use super::*;
-use crate::core::matrix::Subsystem;
-use crate::core::matrix::{Channel, MetricType};
-use crate::online::analyze::analyze_host;
+use crate::core::features::FeatureConfig;
+use crate::core::matrix::{Channel, Kind, MetricType};
 
 /// Deterministic noise without an RNG crate.
 struct Lcg(u64);
