@@ -137,7 +137,6 @@ pub(super) fn score_window(
     let evidence: Vec<(Evidence, &Col)> = pairs
         .iter()
         .filter_map(|p| layout.get(p.column).map(|c| (p, c)))
-        .take(EVIDENCE_KEPT)
         .map(|(p, c)| {
             let (claim, channel) = match namer(&c.channel, p.z >= 0.0) {
                 Some((device, sentence)) => (
@@ -189,6 +188,9 @@ pub(super) fn score_window(
             by_subsystem.push((sub.to_string(), e.claim.clone()));
         }
     }
+    // Every subsystem has its claim above; the window keeps the strongest pairs.
+    let mut evidence: Vec<Evidence> = evidence.into_iter().map(|(e, _)| e).collect();
+    evidence.truncate(EVIDENCE_KEPT);
     WindowScore {
         host: host.to_string(),
         end_ms,
@@ -201,7 +203,7 @@ pub(super) fn score_window(
         description: claims.join("; "),
         claims: by_subsystem,
         hints,
-        evidence: evidence.into_iter().map(|(e, _)| e).collect(),
+        evidence,
     }
 }
 
