@@ -14,7 +14,7 @@ use super::{detector_set, device_namer, map_columns, Engine, EngineParams};
 use crate::core::detect::DetectorsConfig;
 use crate::core::families::{FamilyParams, Folded};
 use crate::core::features::{single, FeatureConfig};
-use crate::core::fit::{fit_with_alerts, Baseline};
+use crate::core::fit::{fit_with, Baseline};
 use crate::core::score::Scorer;
 use crate::core::stats::column_medians;
 use crate::core::window::{WindowConfig, WindowPlan};
@@ -74,7 +74,7 @@ impl Engine {
         let host = self.hosts.entry(m.host.clone()).or_default();
         let map = map_columns(host, &fm, &self.params);
         let mut rows = Array2::from_elem((fm.windows.len(), host.layout.len()), f64::NAN);
-        for (wi, _) in fm.windows.iter().enumerate() {
+        for wi in 0..fm.windows.len() {
             for &(c, idx) in &map {
                 // As precise as the service's baseline keeps it.
                 rows[[wi, idx]] = single(fm.values[[wi, c]]);
@@ -82,9 +82,8 @@ impl Engine {
         }
         let set = detector_set(&self.params, &host.layout);
         let last = fm.windows.last().map_or(0, |w| w.end_ms);
-        let fitted = fit_with_alerts(
+        let fitted = fit_with(
             rows.view(),
-            &[],
             &set,
             self.params.seed,
             last,
