@@ -36,6 +36,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -116,6 +117,48 @@ def wait_for(out, what, url, limit_s):
             sys.exit("big_host_case: %s not ready after %d s (%s)" % (what, limit_s, url))
         time.sleep(0.5)
     log(out, "ready: %s" % what)
+
+
+def prom_query(prom, expr, at=None):
+    q = {"query": expr} if at is None else {"query": expr, "time": "%.3f" % at}
+    url = "http://127.0.0.1:%d/api/v1/query?%s" % (prom, urllib.parse.urlencode(q))
+    with urllib.request.urlopen(url, timeout=30) as r:
+        return json.load(r)["data"]["result"]
+
+
+def scrape_phase_ms(out, prom, limit_s=30):
+    """Where in each 100 ms Prometheus scrapes the fast page: the median offset of its scrapes'
+    timestamps (it keeps one offset per target), or None if it did not scrape in time."""
+    seen, deadline = [], time.time() + limit_s
+    while len(seen) < 7 and time.time() < deadline:
+        check_alive()
+        for r in prom_query(prom, 'timestamp(up{job="reveal"})'):
+            seen.append(round(float(r["value"][1]) * 1000) % 100)
+        time.sleep(0.37)
+    if not seen:
+        return None
+    # Offsets wrap at 100: each taken as its distance from the first, within ±50.
+    near = sorted((p - seen[0] + 50) % 100 - 50 for p in seen)
+    return (seen[0] + near[len(near) // 2]) % 100
+
+
+def missed_steps(prom, start_ms, end_ms):
+    """Fast scrapes of the fault-free stretch that saw no fixture step in a file the step
+    rewrites: /proc/softirqs (the TIMER softirqs summed over the CPUs move by about 2,400 in
+    every step) or /proc/interrupts (CPU 0's completion interrupts, about 400). An increment
+    of 0 is a scrape that landed on the step before it, which saw two. Returns (missed,
+    scrapes)."""
+    span = max(1, (end_ms - start_ms) // 1000)
+    missed, scrapes = set(), 0
+    for sel in ('reveal_cpu_softirqs_total{job="reveal",type="TIMER",cpu=""}',
+                'reveal_cpu_interrupts_total{job="reveal",cpu="0"}'):
+        res = prom_query(prom, "%s[%ds]" % (sel, span), end_ms / 1000)
+        if not res:
+            continue
+        pts = [(t, float(v)) for t, v in res[0]["values"]]
+        scrapes = max(scrapes, len(pts) - 1)
+        missed |= {t for (_, a), (t, b) in zip(pts, pts[1:]) if b == a}
+    return len(missed), scrapes
 
 
 def config_files(out, ports, metric_set, warmup):
@@ -238,6 +281,14 @@ def main():
         wait_for(out, "exporter", "http://127.0.0.1:%d/metrics?cadence=fast" % exp, 30)
         wait_for(out, "prometheus", "http://127.0.0.1:%d/-/ready" % prom, 60)
         wait_for(out, "alertmanager", "http://127.0.0.1:%d/-/ready" % am, 30)
+        # The fixture's counters step every 100 ms; halfway between two scrapes, no scrape sees
+        # two steps or none (scripts/big_host_workload.py, step_phase_ms).
+        phase = scrape_phase_ms(out, prom)
+        step_phase = None if phase is None else (phase + 50) % 100
+        log(out, "Prometheus scrapes the fast page at %s ms into each 100 ms; the fixture steps at %s ms"
+            % (phase, step_phase))
+        json.dump({"t0_ms": t0, "faults": [], "step_phase_ms": step_phase}, open(schedule + ".tmp", "w"))
+        os.replace(schedule + ".tmp", schedule)
         adir = os.path.join(out, "analyzer")
         os.makedirs(os.path.join(adir, "state"), exist_ok=True)
         started = now_ms()
@@ -260,7 +311,7 @@ def main():
             if n in ALERTNAME:
                 faults[-1]["alertname"] = ALERTNAME[n]
             t += (args.fault_seconds + args.gap) * 1000
-        json.dump({"t0_ms": t0, "faults": faults}, open(schedule + ".tmp", "w"))
+        json.dump({"t0_ms": t0, "faults": faults, "step_phase_ms": step_phase}, open(schedule + ".tmp", "w"))
         os.replace(schedule + ".tmp", schedule)
         log(out, "analyzer ready after %d s; fault-free until %s, then %s" % (
             (ff_start - started) // 1000, time.strftime("%H:%M:%S", time.localtime(ff_end / 1000)), ", ".join(names)))
@@ -283,6 +334,7 @@ def main():
                "started_ms": started, "analyzers_started_ms": started, "baseline_age_s": 0,
                "instance": "127.0.0.1:%d" % exp, "stand_in_hosts": [],
                "fault_free": {"start_ms": ff_start, "end_ms": ff_end}, "end_ms": end, "skipped": [],
+               "scrape_phase_ms": phase, "step_phase_ms": step_phase,
                "analyzers": [{"name": "analyzer", "path": os.path.join(rel, "reveal-analyzer"), "dir": adir,
                               "receiver_url": "http://127.0.0.1:%d" % prom,
                               "alertmanager_url": "http://127.0.0.1:%d" % am}]}
@@ -294,8 +346,14 @@ def main():
         log(out, "scoring")
         subprocess.run([sys.executable, os.path.join(EVAL, "score.py"), out], check=True)
         table, summary = device_table(out, faults)
+        missed, scrapes = missed_steps(prom, ff_start, ff_end)
+        steps = ("fixture steps: Prometheus scraped the fast page at %s ms into each 100 ms, the fixture "
+                 "stepped at %s ms; %d of the fault-free stretch's %d fast scrapes saw no step (and the one "
+                 "before it two)" % (phase, step_phase, missed, scrapes))
         with open(os.path.join(out, "results.md"), "a") as f:
+            f.write("\n" + steps + "\n")
             f.write("\n### Per-device findings (flagged windows, `analyzer/state/reports/windows.jsonl`, and the fault's alert)\n\n" + table + "\n")
+        print(steps)
         json.dump(summary, open(os.path.join(out, "devices.json"), "w"), indent=1)
         print("\n" + table)
     finally:

@@ -18,7 +18,13 @@ place, as the kernel would move them, with the rhythm of analyzer/tests/support/
 
 SCHEDULE.json is {"t0_ms": ..., "faults": [{"name", "start_ms", "end_ms"}, ...]} (unix ms;
 the workload's clock starts at t0_ms). It is read again when it changes, so faults can be
-scheduled once the analyzer is ready (scripts/big_host_case.py does). The faults it knows, each on one device of its family
+scheduled once the analyzer is ready (scripts/big_host_case.py does). Its optional
+"step_phase_ms" (0-99) puts every step at that offset into each 100 ms of the wall clock.
+A kernel's counters move continuously; the fixture's move in 100 ms steps, so a scrape every
+100 ms that lands on a step's writes sees two steps and the next scrape none: a sample twice
+its size and one of zero, which no real counter gives. Steps halfway between the scrapes
+(big_host_case.py reads Prometheus' scrape phase and sets it) leave half a step of margin
+either way for a late scrape or a slow step. The faults it knows, each on one device of its family
 unless it says otherwise:
 
   gpu5_throttled     GPU 5's SM clock -30 %, power -28 %, 15 °C hotter, throttle reason
@@ -36,6 +42,7 @@ killed.
 """
 import argparse
 import json
+import math
 import os
 import random
 import re
@@ -268,6 +275,14 @@ class Host:
         put_atomic(self.gpu_path, json.dumps(gpus))
 
 
+def next_boundary(now, phase_ms):
+    """The first time after `now` that is `phase_ms` into a 100 ms of the wall clock. A step
+    that ran past its slot is followed at the next slot, not at once: two steps in one
+    scrape interval are what the phase is there to prevent."""
+    k = math.floor((now * 1000.0 - phase_ms) / 100.0) + 1
+    return (k * 100.0 + phase_ms) / 1000.0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  epilog="\n\n".join(__doc__.split("\n\n")[1:]),
@@ -281,6 +296,9 @@ def main():
         unknown = [f["name"] for f in sched.get("faults", []) if f["name"] not in KNOWN]
         if unknown:
             raise ValueError("unknown fault(s) %s; known: %s" % (", ".join(unknown), ", ".join(KNOWN)))
+        phase = sched.get("step_phase_ms")
+        if phase is not None and not (isinstance(phase, (int, float)) and 0 <= phase < 100):
+            raise ValueError("step_phase_ms %r is not a number of ms from 0 to 99" % (phase,))
         return sched
     try:
         sched, seen = load(), os.stat(args.schedule).st_mtime_ns
@@ -288,7 +306,7 @@ def main():
         ap.error("%s: %s" % (args.schedule, e))
     host = Host(args.root)
     t0 = sched["t0_ms"] / 1000.0
-    start, n, late = time.time(), 0, 0
+    start, n, late, phase = time.time(), 0, 0, None
     while time.time() - start < args.seconds:
         mtime = os.stat(args.schedule).st_mtime_ns
         if mtime != seen:
@@ -303,13 +321,18 @@ def main():
         active = {f["name"] for f in sched.get("faults", []) if f["start_ms"] <= now_ms < f["end_ms"]}
         host.step(max(0.0, now_ms / 1000 - t0), lambda name: name in active)
         n += 1
-        wait = start + n * STEP - time.time()
-        if wait < 0:
+        if sched.get("step_phase_ms") != phase:
+            phase = sched.get("step_phase_ms")
+            print("big_host_workload: steps at %s ms into each 100 ms" % phase, flush=True)
+        now = time.time()
+        due = start + n * STEP if phase is None else next_boundary(now, phase)
+        time.sleep(max(0.0, due - now))
+        over = time.time() - due
+        if over > STEP / 4:
             late += 1
             if late % 100 == 1:
-                print("big_host_workload: step %d late by %.0f ms (%d late so far)" % (n, -wait * 1000, late),
+                print("big_host_workload: step %d late by %.0f ms (%d late so far)" % (n, over * 1000, late),
                       flush=True)
-        time.sleep(max(0.0, wait))
 
 
 if __name__ == "__main__":
