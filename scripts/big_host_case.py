@@ -7,7 +7,9 @@ by the stack as a user runs it.
 
 What runs, all on loopback: the fixture of scripts/big_host_fixture.py (96 CPUs, 8 GPUs, 8 NVMe
 disks, 4 InfiniBand ports, 2 NUMA nodes), moved every 100 ms by scripts/big_host_workload.py (a
-training job's rhythm, a shard read on every disk each 90 s, a cron job each minute); the
+training job's rhythm, a shard read on every disk each 90 s, a cron job each minute), its steps
+put halfway between Prometheus' scrapes of the fast page (a real counter moves continuously: a
+scrape on a step would see two steps and the next none); the
 exporter on it (exporter/examples/fixture_exporter.rs: the release exporter with its GPUs read
 from the fixture's nvml.json) serving the stack's two cadences (--metrics.fast
 deploy/selection-fast.yml); Prometheus with rules/prometheus.yml (ports rewritten: 100 ms fast
@@ -23,7 +25,7 @@ the analyzer's flagged windows (analyzer/state/reports/windows.jsonl) that end i
 after: found by at least two detectors, the subsystem with the largest share, and whether a
 claim names the device. Output in DIR (default /tmp/reveal-big-host-case-TIMESTAMP):
 progress.log, the logs of every process, run.json and faults.json (evaluate.sh's layout),
-results.md (both tables, also printed). Needs prometheus, prometheus-alertmanager, cargo
+results.md (both tables, also printed, and how many fault-free scrapes saw no fixture step). Needs prometheus, prometheus-alertmanager, cargo
 (unless --no-build) and python3. About 5 + quiet + 7 x (fault + gap) / 60 minutes: 44 with the
 defaults.
 """
