@@ -13,9 +13,17 @@ workload (`NAME=FILE`, so the runs of one workload are averaged, paper §4.1), a
   docs/metric-selection/counts.md   channels raw, per workload and in the union
   docs/metric-selection/verdicts.jsonl   every channel's verdict
 
+Counters of the metric set that the stack's 100 ms page does not serve (--fast-selection,
+default deploy/selection-fast.yml) are read over 30 s, two scrapes of its 15 s job.
+--metric-set-only rewrites just the metric set's block from the verdicts already in the docs
+(`prune --from-verdicts`): after an edit of deploy/analyzer.yml or the fast selection, without
+recording again.
+
     cargo build --release -p reveal-analyzer
     python3 scripts/prune_workloads.py /tmp/reveal-workloads [--threshold 0.5]
         [--metric-set-into deploy/analyzer-pruned.yml] [--analyzer target/release/reveal-analyzer]
+        [--fast-selection deploy/selection-fast.yml]
+    python3 scripts/prune_workloads.py --metric-set-only
 
 Needs python3 with matplotlib (scripts/requirements-render.txt).
 """
@@ -32,7 +40,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def prune(analyzer, inputs, threshold, extra):
     cmd = [analyzer, "prune", *inputs, "--threshold", str(threshold), *extra]
-    r = subprocess.run(cmd, capture_output=True, text=True)
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     if r.returncode != 0:
         sys.exit(f"prune_workloads: {' '.join(cmd[:2])} failed:\n{r.stderr}{r.stdout}")
     return r.stdout
@@ -121,13 +129,27 @@ def sync_configmap(analyzer_yml, configmap):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("recordings")
+    ap.add_argument("recordings", nargs="?", help="the directory of scripts/record_workloads.py")
+    ap.add_argument("--fast-selection", default=os.path.join(ROOT, "deploy/selection-fast.yml"))
+    ap.add_argument("--metric-set-only", action="store_true",
+                    help="rewrite only the metric set's block, from the verdicts in --docs")
     ap.add_argument("--threshold", type=float, default=0.5)
     ap.add_argument("--metric-set-into", default=os.path.join(ROOT, PRUNED_YML))
     ap.add_argument("--selection", default=os.path.join(ROOT, "deploy/selection.yml"))
     ap.add_argument("--docs", default=os.path.join(ROOT, "docs/metric-selection"))
     ap.add_argument("--analyzer", default=os.path.join(ROOT, "target/release/reveal-analyzer"))
     a = ap.parse_args()
+    cadence = ["--fast-selection", a.fast_selection]
+    if a.metric_set_only:
+        if os.path.abspath(a.metric_set_into) == os.path.join(ROOT, PRUNED_YML):
+            refresh_pruned(os.path.join(ROOT, "deploy/analyzer.yml"), a.metric_set_into)
+        # Relative to the repository, as the block's header names it.
+        saved = os.path.relpath(os.path.join(a.docs, "verdicts.jsonl"), ROOT)
+        print(prune(a.analyzer, ["--from-verdicts", saved], a.threshold,
+                    ["--output.metric-set", a.metric_set_into, *cadence]), end="")
+        return
+    if not a.recordings:
+        ap.error("the recordings' directory is needed (or --metric-set-only)")
     with open(os.path.join(a.recordings, "runs.json")) as f:
         plan = json.load(f)
     runs = plan["runs"]
@@ -139,7 +161,7 @@ def main():
         refresh_pruned(os.path.join(ROOT, "deploy/analyzer.yml"), a.metric_set_into)
     summary = prune(a.analyzer, inputs, a.threshold, [
         "--output.selection", a.selection, "--output.curves", curves,
-        "--output.verdicts", verdicts, "--output.metric-set", a.metric_set_into])
+        "--output.verdicts", verdicts, "--output.metric-set", a.metric_set_into, *cadence])
     print(summary, end="")
     # Paths in the outputs' headers name the machine's recordings: keep only the file names.
     for path in (a.selection, a.metric_set_into):

@@ -9,19 +9,37 @@
 use std::path::PathBuf;
 
 use crate::core::prune::{
-    correlate, curves_csv, metric_set, selection::selection_yaml, thresholds, union, workload,
-    RunCorrelation, INSTANCE_LABELS,
+    cadence, correlate, curves_csv, metric_set, saved, selection::selection_yaml, thresholds,
+    union, workload, RunCorrelation, INSTANCE_LABELS,
 };
 use crate::ingest::kinds::MetricSet;
 use crate::ingest::{FileFormat, FileSource, Source, SourceOptions};
+use reveal_schema::selection::Selection;
 
 #[derive(Debug, clap::Args)]
 pub struct PruneArgs {
     /// Recordings (OpenMetrics/Prometheus text with timestamps, or CSV); each host of each
     /// file is one run. `NAME=FILE` puts the file's runs in workload NAME, whose runs'
     /// correlations are averaged before pruning; a file without a name is its own workload.
-    #[arg(required = true, value_name = "[WORKLOAD=]FILE")]
+    #[arg(
+        required_unless_present = "from_verdicts",
+        value_name = "[WORKLOAD=]FILE"
+    )]
     pub inputs: Vec<String>,
+    /// Write the outputs from the verdicts of an earlier run (its `--output.verdicts` file)
+    /// instead of pruning recordings: the metric set again with other hand-written entries
+    /// or cadences, or the selection. Figure 4's curves need the recordings.
+    #[arg(long = "from-verdicts", value_name = "FILE", conflicts_with_all = ["inputs", "curves"])]
+    pub from_verdicts: Option<PathBuf>,
+    /// The exporter's `--metrics.fast` selection: counters of the metric set that it does not
+    /// serve (the stack stores them every 15 s) are read over `--slow-range` instead of 1 s.
+    /// Without it every counter is read over 1 s, as on a stack that stores all at 100 ms.
+    #[arg(long = "fast-selection", value_name = "FILE")]
+    pub fast_selection: Option<PathBuf>,
+    /// The range of the counters the fast selection does not serve: two scrapes of the slow
+    /// job (rules/prometheus.yml: 15 s).
+    #[arg(long = "slow-range", value_name = "DURATION", default_value = cadence::SLOW_RANGE)]
+    pub slow_range: String,
     /// Correlation threshold |r| at and above which two channels are redundant.
     #[arg(long, default_value_t = 0.5)]
     pub threshold: f64,
@@ -78,14 +96,11 @@ fn write(path: &PathBuf, text: &str) -> Result<(), String> {
     std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// Runs the command; returns the summary to print.
-pub fn run_cli(args: &PruneArgs) -> Result<String, String> {
-    if !(args.threshold > 0.0 && args.threshold <= 1.0) {
-        return Err(format!(
-            "--threshold must be in (0, 1], got {}",
-            args.threshold
-        ));
-    }
+/// Each workload's average correlation, with the correlations of its runs.
+type Grouped = Vec<(RunCorrelation, Vec<RunCorrelation>)>;
+
+/// Reads the recordings and correlates each run, grouped by workload.
+fn correlate_recordings(args: &PruneArgs) -> Result<Grouped, String> {
     let metric_set = match &args.metric_set {
         Some(p) => MetricSet::load(p).map_err(|e| e.to_string())?,
         None => MetricSet::default(),
@@ -135,9 +150,40 @@ pub fn run_cli(args: &PruneArgs) -> Result<String, String> {
             (avg, rs.clone())
         })
         .collect();
-    let runs: Vec<RunCorrelation> = grouped.iter().map(|(avg, _)| avg.clone()).collect();
-    let n_runs: usize = workloads.iter().map(|(_, rs)| rs.len()).sum();
-    let mut verdicts = union(&runs, args.threshold);
+    Ok(grouped)
+}
+
+/// Runs the command; returns the summary to print.
+pub fn run_cli(args: &PruneArgs) -> Result<String, String> {
+    if !(args.threshold > 0.0 && args.threshold <= 1.0) {
+        return Err(format!(
+            "--threshold must be in (0, 1], got {}",
+            args.threshold
+        ));
+    }
+    cadence::check_range(&args.slow_range)?;
+    let fast = match &args.fast_selection {
+        Some(p) => Some(Selection::load(p).map_err(|e| e.to_string())?),
+        None => None,
+    };
+    let cadence = cadence::Cadence {
+        fast: fast.as_ref(),
+        slow_range: &args.slow_range,
+    };
+    let (grouped, mut verdicts) = match &args.from_verdicts {
+        Some(p) => {
+            let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+            let v = saved::read_verdicts(&text).map_err(|e| format!("{}: {e}", p.display()))?;
+            (Vec::new(), v)
+        }
+        None => {
+            let grouped = correlate_recordings(args)?;
+            let runs: Vec<RunCorrelation> = grouped.iter().map(|(avg, _)| avg.clone()).collect();
+            let v = union(&runs, args.threshold);
+            (grouped, v)
+        }
+    };
+    let n_runs: usize = grouped.iter().map(|(_, rs)| rs.len()).sum();
     // The analyzer configuration the metric set goes into: what its hand-written entries read
     // stays in the selection, whatever pruning said (a ratio or a sum over CPUs needs its
     // inputs served).
@@ -161,10 +207,16 @@ pub fn run_cli(args: &PruneArgs) -> Result<String, String> {
         }
     }
     let kept = verdicts.iter().filter(|v| v.kept).count();
+    let origin = match &args.from_verdicts {
+        Some(p) => format!("written from the verdicts in {}", p.display()),
+        None => format!("union over {} workloads ({n_runs} runs)", grouped.len()),
+    };
+    let read = match &args.from_verdicts {
+        Some(p) => format!("the verdicts in {}", p.display()),
+        None => format!("{} workloads of {n_runs} runs", grouped.len()),
+    };
     let mut summary = format!(
-        "{} workloads of {} runs, {} channels; kept {} at |r| ≥ {} ({} selected, {} never judged), removed {}\n",
-        runs.len(),
-        n_runs,
+        "{read}, {} channels; kept {} at |r| ≥ {} ({} selected, {} never judged), removed {}\n",
         verdicts.len(),
         kept,
         args.threshold,
@@ -172,21 +224,21 @@ pub fn run_cli(args: &PruneArgs) -> Result<String, String> {
         verdicts.iter().filter(|v| v.reason == "unjudged").count(),
         verdicts.len() - kept
     );
-    for rc in &runs {
+    for (rc, rs) in &grouped {
         let alone = union(std::slice::from_ref(rc), args.threshold);
         summary.push_str(&format!(
             "  {}: {} runs, {} channels, {} judged, {} representatives\n",
             rc.run,
-            workloads
-                .iter()
-                .find(|(w, _)| *w == rc.run)
-                .map_or(1, |(_, rs)| rs.len()),
+            rs.len(),
             rc.channels.len(),
             rc.judged.len(),
             alone.iter().filter(|v| v.reason == "selected").count()
         ));
     }
-    let inputs = args.inputs.join(", ");
+    let inputs = match &args.from_verdicts {
+        Some(p) => p.display().to_string(),
+        None => args.inputs.join(", "),
+    };
     let instance_labels: &[&str] = if args.per_series {
         &[]
     } else {
@@ -196,11 +248,8 @@ pub fn run_cli(args: &PruneArgs) -> Result<String, String> {
         let header = vec![
             "Metric selection written by `reveal-analyzer prune` (paper §4.1).".to_string(),
             format!(
-                "Correlation pruning at |r| >= {}, union over {} workloads ({} runs): {}.",
+                "Correlation pruning at |r| >= {}, {origin}: {inputs}.",
                 args.threshold,
-                runs.len(),
-                n_runs,
-                inputs
             ),
             format!("{kept} of {} channels kept.", verdicts.len()),
         ];
@@ -213,10 +262,8 @@ pub fn run_cli(args: &PruneArgs) -> Result<String, String> {
     if let (Some(p), Some((config, hand))) = (&args.metric_set_into, &hand) {
         let header = vec![
             format!(
-                "Correlation pruning at |r| >= {} (paper §4.1), union over {} workloads ({} runs).",
+                "Correlation pruning at |r| >= {} (paper §4.1), {origin}.",
                 args.threshold,
-                runs.len(),
-                n_runs
             ),
             "Regenerate with scripts/prune_workloads.py (docs/metric-selection.md); edit the \
              entries above this block by hand."
@@ -224,7 +271,7 @@ pub fn run_cli(args: &PruneArgs) -> Result<String, String> {
         ];
         let mut ignore: Vec<&str> = instance_labels.to_vec();
         ignore.extend([args.host_label.as_str(), "job"]);
-        let block = metric_set::generated_block(&verdicts, &hand.own, &ignore, &header);
+        let block = metric_set::generated_block(&verdicts, &hand.own, &ignore, &header, &cadence);
         let updated = metric_set::replace_block(config, &block)
             .map_err(|e| format!("{}: {e}", p.display()))?;
         write(p, &updated)?;

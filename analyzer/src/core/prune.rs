@@ -33,8 +33,10 @@
 //! - *selected ratio*: per run, selected / judged channels; and the union's ratio over all
 //!   channels seen.
 
+pub mod cadence;
 pub mod linalg;
 pub mod metric_set;
+pub mod saved;
 pub mod selection;
 pub mod workload;
 
