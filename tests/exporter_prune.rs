@@ -34,6 +34,9 @@ fn args(inputs: Vec<PathBuf>, tag: &str) -> PruneArgs {
         step_ms: 100,
         host_label: "instance".into(),
         prune_static: false,
+        from_verdicts: None,
+        fast_selection: None,
+        slow_range: "30s".into(),
     }
 }
 
