@@ -25,8 +25,8 @@ the analyzer's flagged windows (analyzer/state/reports/windows.jsonl) that end i
 after: found by at least two detectors, the subsystem with the largest share, and whether a
 claim names the device. Output in DIR (default /tmp/reveal-big-host-case-TIMESTAMP):
 progress.log, the logs of every process, run.json and faults.json (evaluate.sh's layout),
-results.md (both tables, also printed, and how many fault-free scrapes saw no fixture step). Needs prometheus, prometheus-alertmanager, cargo
-(unless --no-build) and python3. About 5 + quiet + 7 x (fault + gap) / 60 minutes: 44 with the
+results.md (both tables, also printed, and how many fault-free scrapes saw no fixture step).
+Needs prometheus, prometheus-alertmanager, cargo (unless --no-build) and python3. About 5 + quiet + 7 x (fault + gap) / 60 minutes: 44 with the
 defaults.
 """
 import argparse

@@ -207,13 +207,16 @@ pub fn run_cli(args: &PruneArgs) -> Result<String, String> {
         }
     }
     let kept = verdicts.iter().filter(|v| v.kept).count();
-    let origin = match &args.from_verdicts {
-        Some(p) => format!("written from the verdicts in {}", p.display()),
-        None => format!("union over {} workloads ({n_runs} runs)", grouped.len()),
-    };
-    let read = match &args.from_verdicts {
-        Some(p) => format!("the verdicts in {}", p.display()),
-        None => format!("{} workloads of {n_runs} runs", grouped.len()),
+    // What was pruned, for the summary and for the outputs' headers.
+    let (read, origin) = match &args.from_verdicts {
+        Some(p) => (
+            format!("the verdicts in {}", p.display()),
+            format!("written from the verdicts in {}", p.display()),
+        ),
+        None => (
+            format!("{} workloads of {n_runs} runs", grouped.len()),
+            format!("union over {} workloads ({n_runs} runs)", grouped.len()),
+        ),
     };
     let mut summary = format!(
         "{read}, {} channels; kept {} at |r| ≥ {} ({} selected, {} never judged), removed {}\n",
