@@ -17,6 +17,10 @@
 //!   parts from the others (one disk busy alone);
 //! - `devices`: how many members report, so a GPU that falls off the bus is seen.
 //!
+//! Siblings are devices of one kind: a metric's devices are split by the shape of their names
+//! first (`kinds`: `nvme0n1` … `nvme7n1` apart from the RAID array `md0` over them), and each
+//! kind with enough members is a family of its own (`device="nvme*n*"`).
+//!
 //! The per-device rows stay beside the folded matrix ([`Folded::members`]): when evidence is a
 //! family channel, [`Folded::siblings`] names the device behind it and says where it stood
 //! against its siblings in that window ("nvme3n1 at 92 % while its 7 siblings are at 2 %").
@@ -31,6 +35,8 @@ use ndarray::Array2;
 use crate::core::labels::parse_channel;
 use crate::core::matrix::{Channel, HostMatrix, Kind, MetricType};
 use crate::core::presence::FixedFamily;
+
+mod kinds;
 
 /// Labels that name one device of a family: the ones its members differ in. Every other label
 /// (`mode`, `counter`, `model`) keeps families apart.
@@ -237,20 +243,40 @@ fn render(name: &str, labels: &[(String, String)]) -> String {
 
 /// Folds the families of `m` (see the module docs).
 pub fn fold(m: &HostMatrix, p: &FamilyParams) -> Folded {
-    // Group member rows by family key.
-    let mut groups: BTreeMap<String, (Kind, Vec<(usize, String)>)> = BTreeMap::new();
+    // Group member rows by metric and labels, then split each group into kinds of device
+    // (`kinds`): `nvme*n*` apart from `md0`.
+    let min = p.min_devices.max(2);
+    let mut by_metric: BTreeMap<String, (Kind, Vec<((usize, String), String)>)> = BTreeMap::new();
     let mut alone: Vec<usize> = Vec::new();
     for (row, c) in m.channels.iter().enumerate() {
         match family_of(c, p) {
-            Some((key, device)) => groups
-                .entry(key)
+            Some(f) => by_metric
+                .entry(f.key)
                 .or_insert_with(|| (c.kind, Vec::new()))
                 .1
-                .push((row, device)),
+                .push(((row, f.device), f.value)),
             None => alone.push(row),
         }
     }
-    let min = p.min_devices.max(2);
+    let mut groups: BTreeMap<String, (Kind, Vec<(usize, String)>)> = BTreeMap::new();
+    for (key, (kind, members)) in by_metric {
+        for (kind_pattern, part) in kinds::split(members, min) {
+            let key = if kind_pattern == ALL_DEVICES {
+                key.clone()
+            } else {
+                let (name, labels) = parse_channel(&key);
+                let labels: Vec<(String, String)> = labels
+                    .into_iter()
+                    .map(|(k, v)| match v == ALL_DEVICES {
+                        true => (k, kind_pattern.clone()),
+                        false => (k, v),
+                    })
+                    .collect();
+                render(name, &labels)
+            };
+            groups.insert(key, (kind, part));
+        }
+    }
     let mut folded_groups = Vec::new();
     let mut fixed = Vec::new();
     for (key, (kind, members)) in groups {
@@ -337,12 +363,22 @@ pub fn fold(m: &HostMatrix, p: &FamilyParams) -> Folded {
         }
         // One count of reporting devices per metric and set of device labels: the modes of
         // CPU time share their CPUs.
-        let devices_key = format!("{name} {}", device_keys(&m.channels[members[0].0], p));
+        let devices_key = format!(
+            "{name} {}",
+            render(
+                "",
+                &labels
+                    .iter()
+                    .filter(|(_, v)| kinds::names_devices(v))
+                    .cloned()
+                    .collect::<Vec<_>>()
+            )
+        );
         if !devices_done.contains(&devices_key) {
             devices_done.push(devices_key);
             let mut l: Vec<(String, String)> = labels
                 .iter()
-                .filter(|(_, v)| v == ALL_DEVICES)
+                .filter(|(_, v)| kinds::names_devices(v))
                 .cloned()
                 .collect();
             l.push((STAT_LABEL.to_string(), Stat::Devices.as_str().to_string()));
@@ -420,22 +456,20 @@ pub fn fold(m: &HostMatrix, p: &FamilyParams) -> Folded {
 fn names_fixed_hardware(labels: &[(String, String)]) -> bool {
     labels
         .iter()
-        .any(|(k, v)| v == ALL_DEVICES && FIXED_DEVICE_LABELS.contains(&k.as_str()))
+        .any(|(k, v)| kinds::names_devices(v) && FIXED_DEVICE_LABELS.contains(&k.as_str()))
 }
 
-/// The device labels of `c` that `p` names, joined: `device,port`.
-fn device_keys(c: &Channel, p: &FamilyParams) -> String {
-    let (_, labels) = parse_channel(&c.name);
-    labels
-        .iter()
-        .filter(|(k, _)| p.device_labels.iter().any(|d| d == k))
-        .map(|(k, _)| k.as_str())
-        .collect::<Vec<_>>()
-        .join(",")
+/// A per-device channel's metric and labels with its device as `*` (`key`), the device's name
+/// (`nvme3n1`, `cpu 17`, `mlx5_2 port 1`) and the value of its first device label (`value`),
+/// whose shape is the device's kind (`kinds`).
+struct Member {
+    key: String,
+    device: String,
+    value: String,
 }
 
-/// The family key and device name of a channel, if it is per device and not static.
-fn family_of(c: &Channel, p: &FamilyParams) -> Option<(String, String)> {
+/// The family key and device of a channel, if it is per device and not static.
+fn family_of(c: &Channel, p: &FamilyParams) -> Option<Member> {
     if c.kind == Kind::Static || !c.name.contains('{') {
         return None;
     }
@@ -476,7 +510,11 @@ fn family_of(c: &Channel, p: &FamilyParams) -> Option<(String, String)> {
             .collect::<Vec<_>>()
             .join(" "),
     };
-    Some((render(name, &rest), name_of))
+    Some(Member {
+        key: render(name, &rest),
+        device: name_of,
+        value: device[0].1.clone(),
+    })
 }
 
 impl Folded {
@@ -563,7 +601,7 @@ impl Folded {
             let (name, labels) = parse_channel(&fam.key);
             let rest: Vec<(String, String)> = labels
                 .into_iter()
-                .filter(|(_, v)| v != ALL_DEVICES)
+                .filter(|(_, v)| !kinds::names_devices(v))
                 .collect();
             return Some(SiblingView {
                 channel: render(name, &rest),
