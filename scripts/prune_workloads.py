@@ -13,8 +13,10 @@ workload (`NAME=FILE`, so the runs of one workload are averaged, paper §4.1), a
   docs/metric-selection/counts.md   channels raw, per workload and in the union
   docs/metric-selection/verdicts.jsonl   every channel's verdict
 
-Counters of the metric set that the stack's 100 ms page does not serve (--fast-selection,
-default deploy/selection-fast.yml) are read over 30 s, two scrapes of its 15 s job.
+Metrics the stack's 100 ms page does not serve (--fast-selection, default
+deploy/selection-fast.yml) are left out of the metric set and listed in its block: stored every
+15 s, they would hold each move for 30 s in the analyzer's 3 s windows. --slow-range 30s reads
+their counters over two scrapes of the 15 s job instead (`prune --slow-range`).
 --metric-set-only rewrites just the metric set's block from the verdicts already in the docs
 (`prune --from-verdicts`): after an edit of deploy/analyzer.yml or the fast selection, without
 recording again.
@@ -22,7 +24,7 @@ recording again.
     cargo build --release -p reveal-analyzer
     python3 scripts/prune_workloads.py /tmp/reveal-workloads [--threshold 0.5]
         [--metric-set-into deploy/analyzer-pruned.yml] [--analyzer target/release/reveal-analyzer]
-        [--fast-selection deploy/selection-fast.yml]
+        [--fast-selection deploy/selection-fast.yml] [--slow-range 30s]
     python3 scripts/prune_workloads.py --metric-set-only
 
 Needs python3 with matplotlib (scripts/requirements-render.txt).
@@ -131,6 +133,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("recordings", nargs="?", help="the directory of scripts/record_workloads.py")
     ap.add_argument("--fast-selection", default=os.path.join(ROOT, "deploy/selection-fast.yml"))
+    ap.add_argument("--slow-range", help="watch what the fast page does not serve, read over this range")
     ap.add_argument("--metric-set-only", action="store_true",
                     help="rewrite only the metric set's block, from the verdicts in --docs")
     ap.add_argument("--threshold", type=float, default=0.5)
@@ -140,6 +143,8 @@ def main():
     ap.add_argument("--analyzer", default=os.path.join(ROOT, "target/release/reveal-analyzer"))
     a = ap.parse_args()
     cadence = ["--fast-selection", a.fast_selection]
+    if a.slow_range:
+        cadence += ["--slow-range", a.slow_range]
     if a.metric_set_only:
         if os.path.abspath(a.metric_set_into) == os.path.join(ROOT, PRUNED_YML):
             refresh_pruned(os.path.join(ROOT, "deploy/analyzer.yml"), a.metric_set_into)

@@ -36,7 +36,7 @@ fn args(inputs: Vec<PathBuf>, tag: &str) -> PruneArgs {
         prune_static: false,
         from_verdicts: None,
         fast_selection: None,
-        slow_range: "30s".into(),
+        slow_range: None,
     }
 }
 

@@ -179,7 +179,7 @@ fn args(inputs: Vec<PathBuf>, tag: &str) -> PruneArgs {
         prune_static: false,
         from_verdicts: None,
         fast_selection: None,
-        slow_range: "30s".into(),
+        slow_range: None,
     }
 }
 
@@ -504,15 +504,31 @@ fn the_metric_set_is_written_again_from_verdicts_at_the_stacks_cadences() {
         text.contains("'rate(reveal_network_receive_packets_total[1s])'"),
         "{text}"
     );
+    // The errors are stored every 15 s: listed, not watched.
+    assert!(
+        !text.contains("expr: 'rate(reveal_network_receive_errors_total"),
+        "{text}"
+    );
+    assert!(
+        text.contains("not scored in 3 s windows: ")
+            && text.contains("reveal_network_receive_errors_total"),
+        "{text}"
+    );
+    reveal_analyzer::config::Config::parse(&text, &config).unwrap();
+
+    std::fs::write(&config, block).unwrap();
+    again.slow_range = Some("30s".into());
+    run_cli(&again).unwrap();
+    let text = std::fs::read_to_string(&config).unwrap();
     assert!(
         text.contains("'rate(reveal_network_receive_errors_total[30s])'"),
         "{text}"
     );
     reveal_analyzer::config::Config::parse(&text, &config).unwrap();
 
-    again.slow_range = "30".into();
+    again.slow_range = Some("30".into());
     assert!(run_cli(&again).unwrap_err().contains("--slow-range"));
-    again.slow_range = "30s".into();
+    again.slow_range = None;
     again.from_verdicts = Some(tmp("missing.jsonl"));
     assert!(run_cli(&again).unwrap_err().contains("missing.jsonl"));
     cleanup();

@@ -31,15 +31,20 @@ pub struct PruneArgs {
     /// or cadences, or the selection. Figure 4's curves need the recordings.
     #[arg(long = "from-verdicts", value_name = "FILE", conflicts_with_all = ["inputs", "curves"])]
     pub from_verdicts: Option<PathBuf>,
-    /// The exporter's `--metrics.fast` selection: counters of the metric set that it does not
-    /// serve (the stack stores them every 15 s) are read over `--slow-range` instead of 1 s.
-    /// Without it every counter is read over 1 s, as on a stack that stores all at 100 ms.
+    /// The exporter's `--metrics.fast` selection: metrics of the metric set that it does not
+    /// serve (the stack stores them every 15 s) are left out of it and listed in a comment,
+    /// or, with `--slow-range`, their counters read over that range. Without it every counter
+    /// is read over 1 s, as on a stack that stores all at 100 ms.
     #[arg(long = "fast-selection", value_name = "FILE")]
     pub fast_selection: Option<PathBuf>,
-    /// The range of the counters the fast selection does not serve: two scrapes of the slow
-    /// job (rules/prometheus.yml: 15 s).
-    #[arg(long = "slow-range", value_name = "DURATION", default_value = cadence::SLOW_RANGE)]
-    pub slow_range: String,
+    /// Watch what the fast selection does not serve anyway: its counters read over this
+    /// range (two scrapes of the slow job, rules/prometheus.yml: `30s`), its gauges as they are.
+    #[arg(
+        long = "slow-range",
+        value_name = "DURATION",
+        requires = "fast_selection"
+    )]
+    pub slow_range: Option<String>,
     /// Correlation threshold |r| at and above which two channels are redundant.
     #[arg(long, default_value_t = 0.5)]
     pub threshold: f64,
@@ -161,14 +166,16 @@ pub fn run_cli(args: &PruneArgs) -> Result<String, String> {
             args.threshold
         ));
     }
-    cadence::check_range(&args.slow_range)?;
+    if let Some(r) = &args.slow_range {
+        cadence::check_range(r)?;
+    }
     let fast = match &args.fast_selection {
         Some(p) => Some(Selection::load(p).map_err(|e| e.to_string())?),
         None => None,
     };
     let cadence = cadence::Cadence {
         fast: fast.as_ref(),
-        slow_range: &args.slow_range,
+        slow_range: args.slow_range.as_deref(),
     };
     let (grouped, mut verdicts) = match &args.from_verdicts {
         Some(p) => {
