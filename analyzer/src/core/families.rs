@@ -267,9 +267,13 @@ pub fn fold(m: &HostMatrix, p: &FamilyParams) -> Folded {
                 let (name, labels) = parse_channel(&key);
                 let labels: Vec<(String, String)> = labels
                     .into_iter()
-                    .map(|(k, v)| match v == ALL_DEVICES {
-                        true => (k, kind_pattern.clone()),
-                        false => (k, v),
+                    .map(|(k, v)| {
+                        let v = if v == ALL_DEVICES {
+                            kind_pattern.clone()
+                        } else {
+                            v
+                        };
+                        (k, v)
                     })
                     .collect();
                 render(name, &labels)
