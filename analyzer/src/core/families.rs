@@ -246,7 +246,7 @@ pub fn fold(m: &HostMatrix, p: &FamilyParams) -> Folded {
     // Group member rows by metric and labels, then split each group into kinds of device
     // (`kinds`): `nvme*n*` apart from `md0`.
     let min = p.min_devices.max(2);
-    let mut by_metric: BTreeMap<String, (Kind, Vec<((usize, String), String)>)> = BTreeMap::new();
+    let mut by_metric: BTreeMap<String, (Kind, Vec<KindedMember>)> = BTreeMap::new();
     let mut alone: Vec<usize> = Vec::new();
     for (row, c) in m.channels.iter().enumerate() {
         match family_of(c, p) {
@@ -462,6 +462,9 @@ fn names_fixed_hardware(labels: &[(String, String)]) -> bool {
         .iter()
         .any(|(k, v)| kinds::names_devices(v) && FIXED_DEVICE_LABELS.contains(&k.as_str()))
 }
+
+/// A family member, `(row, device name)`, with the value its kind is read from.
+type KindedMember = ((usize, String), String);
 
 /// A per-device channel's metric and labels with its device as `*` (`key`), the device's name
 /// (`nvme3n1`, `cpu 17`, `mlx5_2 port 1`) and the value of its first device label (`value`),
