@@ -73,18 +73,20 @@ fn a_family_folds_into_a_fixed_set_of_channels() {
     assert!((f.matrix.channels[1].resolution - 1.0 / 8.0).abs() < 1e-12);
 }
 
+/// Every 20 steps all disks read together; from step 60 nvme3n1 is busy alone.
+fn shard_reads_then_one_busy(d: usize, t: usize) -> f64 {
+    if t >= 60 && d == 3 {
+        0.92
+    } else if t % 20 < 5 {
+        0.6
+    } else {
+        0.02
+    }
+}
+
 #[test]
 fn devices_moving_together_have_no_spread_and_one_apart_is_named() {
-    // Every 20 steps all disks read together; from step 60 nvme3n1 is busy alone.
-    let m = disks(100, |d, t| {
-        if t >= 60 && d == 3 {
-            0.92
-        } else if t % 20 < 5 {
-            0.6
-        } else {
-            0.02
-        }
-    });
+    let m = disks(100, shard_reads_then_one_busy);
     let f = fold(&m, &FamilyParams::default());
     let spread = f
         .matrix
@@ -117,15 +119,7 @@ fn devices_moving_together_have_no_spread_and_one_apart_is_named() {
 fn an_array_over_the_disks_is_not_their_sibling() {
     // The disks of the test above, and the RAID array over them, idle: with the array among
     // them the routine read set the family's spread at 0.6; apart, it is the disks' own.
-    let mut m = disks(100, |d, t| {
-        if t >= 60 && d == 3 {
-            0.92
-        } else if t % 20 < 5 {
-            0.6
-        } else {
-            0.02
-        }
-    });
+    let mut m = disks(100, shard_reads_then_one_busy);
     m.channels.push(ch(
         "reveal_storage_io_time_seconds_total{device=\"md0\"}",
         Kind::Dynamic,

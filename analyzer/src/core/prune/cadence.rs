@@ -20,8 +20,6 @@ use reveal_schema::selection::Selection;
 
 /// The range of counters the fast page serves.
 pub const FAST_RANGE: &str = "1s";
-/// Two scrapes of the stack's 15 s job: the range to give `--slow-range`.
-pub const SLOW_RANGE: &str = "30s";
 
 /// How the generated entries read counters.
 #[derive(Debug, Clone, Copy, Default)]
