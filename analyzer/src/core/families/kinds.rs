@@ -44,7 +44,7 @@ pub fn names_devices(value: &str) -> bool {
     value.contains('*')
 }
 
-/// One metric's members, `(row, device name, device label value)`, split into kinds: each kind
+/// One metric's members, each `(member, its device label's value)`, split into kinds: each kind
 /// of at least `min` members with its pattern, then the rest with [`ALL_DEVICES`] (omitted when
 /// empty). Members keep their order within each part.
 pub fn split<T>(members: Vec<(T, String)>, min: usize) -> Vec<(String, Vec<T>)> {
