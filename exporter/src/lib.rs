@@ -11,7 +11,8 @@
 //! print!("{}", runner.render());
 //! ```
 #![deny(clippy::all)]
-// The one exception is `perf_sys`: system calls the standard library does not wrap.
+// The exceptions: `perf_sys`, system calls the standard library does not wrap, and
+// `collectors::tsc::read`, one instruction.
 #![deny(unsafe_code)]
 
 pub mod cli;

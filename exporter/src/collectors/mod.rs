@@ -37,6 +37,7 @@ pub mod sysfs_scan;
 pub mod tcpstat;
 #[cfg(test)]
 pub mod test_util;
+pub mod tsc;
 pub mod vmstat;
 
 /// One source of metrics, updated on every scrape.

@@ -16,6 +16,9 @@
 //!    MSR_SMI_COUNT 0x34, IA32_MPERF 0xE7, IA32_APERF 0xE8 (Intel SDM vol. 4; AMD APM vol. 2),
 //!    absolute register values.
 //!
+//! The TSC itself, before either, is read once on the exporter's own CPU for every CPU where
+//! the kernel vouches that all CPUs' TSCs are in step ([`super::tsc`]): no call on each CPU.
+//!
 //! C-states come from the `cstate_core` and `cstate_pkg` PMUs (arch/x86/events/intel/cstate.c),
 //! opened on the CPUs their `cpumask` names (one per core or package). Their counters run at
 //! the TSC rate.
@@ -123,6 +126,9 @@ struct DevMsr {
 pub struct MsrCollector {
     groups: Vec<Group>,
     devs: Vec<DevMsr>,
+    /// The CPUs whose TSC is the reading CPU's own (`tsc::in_step`); empty when each is read
+    /// on its CPU.
+    own_tsc: Vec<String>,
     tsc_hz: Option<f64>,
     unsupported: Option<String>,
 }
@@ -173,11 +179,31 @@ impl MsrCollector {
         let mut c = MsrCollector {
             groups: Vec::new(),
             devs: Vec::new(),
+            own_tsc: Vec::new(),
             tsc_hz: None,
             unsupported: None,
         };
+        // 0. The TSC, on this CPU for all, where they are in step.
+        if s.wants(&TSC) {
+            match super::tsc::in_step(&s.paths) {
+                Ok(()) => {
+                    c.own_tsc = cpus.iter().map(u32::to_string).collect();
+                    notes.lines.push(format!(
+                        "TSC read on the exporter's CPU for all {} (clocksource tsc, invariant: in step on every CPU)",
+                        cpus.len()
+                    ));
+                }
+                Err(why) => notes
+                    .lines
+                    .push(format!("TSC not taken from the exporter's CPU: {why}")),
+            }
+        }
         // 1. perf msr PMU: the registers it names.
-        let wanted: Vec<_> = REGS.iter().filter(|r| s.wants(r.2)).collect();
+        let own_tsc = !c.own_tsc.is_empty();
+        let wanted: Vec<_> = REGS
+            .iter()
+            .filter(|r| s.wants(r.2) && !(own_tsc && std::ptr::eq(r.2, &TSC)))
+            .collect();
         let mut from_pmu: Vec<&str> = Vec::new();
         match pmu_type(s, "msr") {
             Ok(ty) => {
@@ -229,7 +255,7 @@ impl MsrCollector {
                 c.open_cstate(s, opener, pmu, scope, &mut notes);
             }
         }
-        if c.groups.is_empty() && c.devs.is_empty() {
+        if c.groups.is_empty() && c.devs.is_empty() && c.own_tsc.is_empty() {
             // The runner logs this once, on the first scrape.
             return MsrCollector::unsupported(notes.lines.join("; "));
         }
@@ -253,6 +279,7 @@ impl MsrCollector {
         MsrCollector {
             groups: Vec::new(),
             devs: Vec::new(),
+            own_tsc: Vec::new(),
             tsc_hz: None,
             unsupported: Some(reason),
         }
@@ -430,6 +457,9 @@ impl MsrCollector {
     }
 
     fn read_tsc(&mut self) -> Option<u64> {
+        if !self.own_tsc.is_empty() {
+            return Some(super::tsc::read());
+        }
         for g in &mut self.groups {
             if let Some(i) = g.members.iter().position(|m| std::ptr::eq(m.desc, &TSC)) {
                 return g.group.read().ok().flatten().map(|c| c.values[i]);
@@ -474,6 +504,12 @@ impl Collector for MsrCollector {
                     *slot = value;
                 }
                 out.push_values(m.desc, &values[..1 + m.extra.len()], v);
+            }
+        }
+        if !self.own_tsc.is_empty() && out.wants(&TSC) {
+            let v = super::tsc::read() as f64;
+            for cpu in &self.own_tsc {
+                out.push_values(&TSC, &[cpu], v);
             }
         }
         for d in &self.devs {

@@ -67,10 +67,10 @@ proptest! {
     }
 }
 
-#[test]
-fn msr_device_registers_are_read_as_written() {
-    let root = tmpdir("dev");
-    write(&root, "sys/devices/system/cpu/online", "0-1\n");
+/// Two CPUs' MSR device files with known registers: TSC 3 × base, SMI 2, APERF base (1000
+/// and 5000). Returns the collector's settings.
+fn msr_device_tree(root: &Path) -> Settings {
+    write(root, "sys/devices/system/cpu/online", "0-1\n");
     for (cpu, base) in [(0u64, 1000u64), (1, 5000)] {
         // The device addresses a register by its number, a file by its byte offset, so in this
         // stand-in MPERF (0xE7) is one byte of its own followed by the low 7 bytes of APERF.
@@ -83,10 +83,16 @@ fn msr_device_registers_are_read_as_written() {
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, regs).unwrap();
     }
-    let s = Settings {
+    Settings {
         paths: Paths::new(root.join("proc"), root.join("sys")).with_devfs(root.join("dev")),
         ..Settings::default()
-    };
+    }
+}
+
+#[test]
+fn msr_device_registers_are_read_as_written() {
+    let root = tmpdir("dev");
+    let s = msr_device_tree(&root);
     let mut c = MsrCollector::new(&s);
     let got = samples(&mut c);
     let find = |name: &str, cpu: &str| {
@@ -106,6 +112,45 @@ fn msr_device_registers_are_read_as_written() {
     assert!(!got
         .iter()
         .any(|(n, _, _)| n == "reveal_cpu_tsc_frequency_hertz"));
+}
+
+#[test]
+fn a_tsc_in_step_is_read_once_on_this_cpu_for_every_cpu() {
+    if !cfg!(target_arch = "x86_64") {
+        eprintln!("SKIPPED: rdtsc is x86-64's; elsewhere each CPU's register is read");
+        return;
+    }
+    let root = tmpdir("own-tsc");
+    let s = msr_device_tree(&root);
+    write(
+        &root,
+        "sys/devices/system/clocksource/clocksource0/current_clocksource",
+        "tsc\n",
+    );
+    write(
+        &root,
+        "proc/cpuinfo",
+        "processor\t: 0\nflags\t\t: fpu tsc constant_tsc nonstop_tsc\n",
+    );
+    let before = crate::collectors::tsc::read() as f64;
+    let mut c = MsrCollector::new(&s);
+    let got = samples(&mut c);
+    let of = |name: &str| -> Vec<f64> {
+        got.iter()
+            .filter(|(n, _, _)| n == name)
+            .map(|x| x.2)
+            .collect()
+    };
+    // The running counter, not the device's TSC registers (3000 and 15000), the same for both
+    // CPUs; the other registers still come from each CPU's device.
+    let tsc = of("reveal_cpu_tsc_cycles_total");
+    assert_eq!(tsc.len(), 2, "{got:?}");
+    assert_eq!(tsc[0], tsc[1]);
+    assert!(tsc[0] > before, "{} after {before}", tsc[0]);
+    assert_eq!(of("reveal_cpu_aperf_cycles_total"), [1000.0, 5000.0]);
+    // A running TSC can be calibrated: some rate of at least a megahertz.
+    let hz = of("reveal_cpu_tsc_frequency_hertz");
+    assert!(hz.len() == 1 && hz[0] > 1e6, "{hz:?}");
 }
 
 #[test]
