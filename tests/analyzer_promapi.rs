@@ -110,6 +110,7 @@ fn range_queries_return_every_host_exactly_and_split_long_ranges() {
         kind: None,
         resolution: None,
         device_label: None,
+        max_rate: None,
     };
     let specs = [spec("probe_value"), spec("rate(probe_value[1s])")];
     let source = || PrometheusSource::new(pc.clone(), &specs, 100, "instance").unwrap();

@@ -109,6 +109,7 @@ fn bench_prune() -> (f64, f64, usize) {
             metric_type: MetricType::Gauge,
             resolution: 0.0,
             per_second: false,
+            max_rate: None,
         })
         .collect();
     let m = HostMatrix {

@@ -92,6 +92,7 @@ fn matrix(windows: usize, data: &[f64]) -> HostMatrix {
             metric_type: MetricType::Gauge,
             resolution: 0.0,
             per_second: false,
+            max_rate: None,
         })
         .collect();
     HostMatrix {

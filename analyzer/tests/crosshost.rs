@@ -26,6 +26,7 @@ fn channel(name: &str, kind: Kind) -> Channel {
         metric_type: MetricType::Gauge,
         resolution: 0.0,
         per_second: false,
+        max_rate: None,
     }
 }
 

@@ -29,6 +29,7 @@ fn matrix(rows: &[(&str, Vec<f64>)]) -> HostMatrix {
                 metric_type: MetricType::Gauge,
                 resolution: 0.0,
                 per_second: false,
+                max_rate: None,
             }
         })
         .collect();

@@ -362,6 +362,8 @@ pub fn fold(m: &HostMatrix, p: &FamilyParams) -> Folded {
                 metric_type: first.metric_type,
                 resolution,
                 per_second: first.per_second,
+                // Made of its members' increases, each already held to its bound.
+                max_rate: None,
             });
             rows.push(std::mem::take(&mut out[i]));
         }
@@ -401,6 +403,7 @@ pub fn fold(m: &HostMatrix, p: &FamilyParams) -> Folded {
                 metric_type: MetricType::Gauge,
                 resolution: 1.0,
                 per_second: false,
+                max_rate: None,
             });
             rows.push(count);
         }

@@ -417,6 +417,7 @@ mod tests {
             metric_type: MetricType::Gauge,
             resolution: 0.0,
             per_second: false,
+            max_rate: None,
         }
     }
 
@@ -428,6 +429,7 @@ mod tests {
         gauge.resolution = 1.0;
         let rate = Channel {
             per_second: true,
+            max_rate: None,
             ..gauge.clone()
         };
         let least = |f, c: &Channel| least_change(f, c, &window);

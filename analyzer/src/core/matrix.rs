@@ -146,6 +146,12 @@ pub struct Channel {
     /// rather than one sample (see `crate::core::features::least_change`).
     #[serde(default)]
     pub per_second: bool,
+    /// For a counter, the most it can grow per second of the time between two samples (a
+    /// device's busy time: one second per second); a step that grows more is held to it.
+    /// The kernel's `io_ticks` can count an idle gap as busy and add a second or more in one
+    /// 100 ms step (docs/analyzer-config.md, "A disk's busy time").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_rate: Option<f64>,
 }
 
 /// One host's channels on a regular grid: `values[[c, t]]` is channel `c` at
@@ -216,7 +222,8 @@ impl MatrixBuilder {
     /// increase is the new value itself, as Prometheus' `increase()` assumes, unless it is a
     /// 32-bit wrap (`increase`). The first sample, and a sample whose previous cell is a
     /// gap, yield `NaN`: the increase is unknown there rather than spread over the gap by
-    /// guess.
+    /// guess. A counter with a `max_rate` grows by at most that much per second of the time
+    /// between the two samples' timestamps.
     ///
     /// Fails when no finite sample was pushed, when the grid would exceed [`MAX_CELLS`]
     /// (timestamps years apart in a corrupt file must not allocate the machine away), or when
@@ -272,8 +279,11 @@ impl MatrixBuilder {
             let mut out = values.row_mut(row);
             if channel.metric_type == MetricType::Counter {
                 let mut raw = vec![f64::NAN; n_steps];
+                let mut at = vec![0_i64; n_steps];
                 for (t, v) in samples {
-                    raw[cell(t, first, step_ms, n_steps)] = v;
+                    let k = cell(t, first, step_ms, n_steps);
+                    raw[k] = v;
+                    at[k] = t;
                 }
                 let pairs = || {
                     (1..n_steps)
@@ -286,7 +296,11 @@ impl MatrixBuilder {
                     .filter(|(_, p, c)| c >= p)
                     .fold(0.0_f64, |m, (_, p, c)| m.max(c - p));
                 for (k, prev, cur) in pairs() {
-                    out[k] = increase(prev, cur, largest);
+                    let grown = increase(prev, cur, largest);
+                    out[k] = match channel.max_rate {
+                        Some(r) => grown.min(r * (at[k] - at[k - 1]) as f64 / 1000.0),
+                        None => grown,
+                    };
                 }
             } else {
                 for (t, v) in samples {
@@ -387,6 +401,7 @@ mod tests {
             metric_type: t,
             resolution: 0.0,
             per_second: false,
+            max_rate: None,
         }
     }
 
@@ -445,6 +460,45 @@ mod tests {
             "no increase across a gap"
         );
         assert_eq!(row[5], 0.0);
+    }
+
+    #[test]
+    fn a_busy_time_grows_by_at_most_the_time_between_its_samples() {
+        // A disk idle, then one step counting a second of busy time in 100 ms (the kernel's
+        // io_ticks counting the idle gap), then 140 ms between two samples.
+        let samples = [(0, 5.0), (100, 5.05), (200, 6.05), (340, 6.25), (440, 6.3)];
+        let build = |max_rate| {
+            let c = Channel {
+                max_rate,
+                ..ch("reveal_storage_io_time_seconds_total", MetricType::Counter)
+            };
+            let mut b = MatrixBuilder::new();
+            for (t, v) in samples {
+                b.push(&c, t, v);
+            }
+            let m = b.build("h", 100).unwrap();
+            m.row(0).to_vec()
+        };
+        let raw = build(None);
+        let held = build(Some(1.0));
+        let close = |a: &[f64], b: &[f64]| a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-9);
+        assert!(close(&raw[1..4], &[0.05, 1.0, 0.2]), "{raw:?}");
+        assert!(close(&held[1..4], &[0.05, 0.1, 0.14]), "{held:?}");
+        assert!(close(&held[4..], &[0.05]), "{held:?}");
+        assert!(raw[0].is_nan() && held[0].is_nan());
+        // A reset is still its new value, held too.
+        let mut b = MatrixBuilder::new();
+        let c = Channel {
+            max_rate: Some(1.0),
+            ..ch("x_io_time_seconds_total", MetricType::Counter)
+        };
+        for (t, v) in [(0, 50.0), (100, 0.5)] {
+            b.push(&c, t, v);
+        }
+        assert!(close(
+            &b.build("h", 100).unwrap().row(0).to_vec()[1..],
+            &[0.1]
+        ));
     }
 
     #[test]

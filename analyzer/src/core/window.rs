@@ -185,6 +185,7 @@ mod tests {
                 metric_type: MetricType::Gauge,
                 resolution: 0.0,
                 per_second: false,
+                max_rate: None,
             })
             .collect();
         let flat: Vec<f64> = rows.into_iter().flatten().collect();

@@ -21,6 +21,10 @@
 //!   `reveal_cpu_temperature_celsius`); a counter's own `_total` suffix does not count;
 //! - **static** also: the exporter's self-metrics (`reveal_exporter_*`);
 //! - **dynamic**: everything else.
+//!
+//! A counter read raw grows by at most its entry's `max_rate` per second between two samples;
+//! by default a disk's busy time (`…_io_time_seconds_total`) by one second a second
+//! ([`default_max_rate`]), nothing else bounded.
 
 use std::path::Path;
 
@@ -52,6 +56,11 @@ pub struct MetricSpec {
     /// a device family (docs/detection.md, "Families and siblings").
     #[serde(default)]
     pub device_label: Option<String>,
+    /// For counters read raw (the scrape and file sources, a Prometheus expression without
+    /// `rate`), the most they can grow per second between two samples; a step that grows
+    /// more is held to it. When absent, the default by name ([`default_max_rate`]).
+    #[serde(default)]
+    pub max_rate: Option<f64>,
 }
 
 impl MetricSpec {
@@ -180,6 +189,7 @@ struct Entry {
     subsystem: Subsystem,
     kind: Option<Kind>,
     resolution: Option<f64>,
+    max_rate: Option<f64>,
     /// Its series are per-second rates ([`MetricSet::mark_per_second`]).
     per_second: bool,
 }
@@ -215,12 +225,16 @@ impl MetricSet {
                 }
                 r => r,
             };
+            if let Some(r) = spec.max_rate.filter(|r| !(r.is_finite() && *r > 0.0)) {
+                return Err(err(format!("max_rate {r} is not a finite number > 0")));
+            }
             entries.push(Entry {
                 re,
                 device_label: spec.device_label.clone(),
                 subsystem: sub,
                 kind: spec.kind.map(Kind::from),
                 resolution,
+                max_rate: spec.max_rate,
                 per_second: false,
             });
         }
@@ -311,6 +325,24 @@ impl MetricSet {
             .and_then(|e| e.resolution)
             .unwrap_or_else(|| default_resolution(metric))
     }
+
+    /// The most a counter of this metric can grow per second: the matching entry's
+    /// `max_rate`, else [`default_max_rate`].
+    pub fn max_rate(&self, metric: &str) -> Option<f64> {
+        self.entries
+            .iter()
+            .find(|e| e.re.is_match(metric))
+            .and_then(|e| e.max_rate)
+            .or_else(|| default_max_rate(metric))
+    }
+}
+
+/// The most a counter can grow per second, by name: a block device's busy time
+/// (`reveal_storage_io_time_seconds_total`, node_exporter's `node_disk_io_time_seconds_total`,
+/// the kernel's `io_ticks`) counts at most the time that passed, one second per second;
+/// nothing is known of any other counter.
+pub fn default_max_rate(metric: &str) -> Option<f64> {
+    metric.ends_with("_io_time_seconds_total").then_some(1.0)
 }
 
 /// Whether a PromQL expression's values are per-second rates: it applies `rate` or `irate`
@@ -508,6 +540,7 @@ mod tests {
             kind: None,
             resolution: None,
             device_label: None,
+            max_rate: None,
         };
         let e = MetricSet::new(&[spec], "set.yml").unwrap_err().to_string();
         assert!(e.contains("at most 4096"), "{e}");
@@ -523,6 +556,7 @@ mod tests {
                 kind: None,
                 resolution: None,
                 device_label: None,
+                max_rate: None,
             }
             .channel_name()
         };
@@ -540,6 +574,7 @@ mod tests {
             kind: None,
             resolution: None,
             device_label: None,
+            max_rate: None,
         };
         assert_eq!(named.channel_name(), "alive");
     }
@@ -599,6 +634,41 @@ mod tests {
             bad.contains("metrics.0") && bad.contains("resolution"),
             "{bad}"
         );
+    }
+
+    #[test]
+    fn a_busy_time_grows_at_most_a_second_a_second_unless_an_entry_says_otherwise() {
+        assert_eq!(
+            default_max_rate("reveal_storage_io_time_seconds_total"),
+            Some(1.0)
+        );
+        assert_eq!(
+            default_max_rate("node_disk_io_time_seconds_total"),
+            Some(1.0)
+        );
+        // The time of requests in flight adds up over them: no bound.
+        assert_eq!(
+            default_max_rate("reveal_storage_read_time_seconds_total"),
+            None
+        );
+        assert_eq!(default_max_rate("reveal_cpu_time_seconds_total"), None);
+        let set = MetricSet::parse(
+            "metrics:\n  - expr: reveal_cpu_busy_seconds_total\n    subsystem: cpu\n    \
+             max_rate: 1\n  - expr: reveal_storage_.*\n    subsystem: storage\n",
+            "m.yml",
+        )
+        .unwrap();
+        assert_eq!(set.max_rate("reveal_cpu_busy_seconds_total"), Some(1.0));
+        assert_eq!(
+            set.max_rate("reveal_storage_io_time_seconds_total"),
+            Some(1.0)
+        );
+        assert_eq!(set.max_rate("reveal_storage_read_bytes_total"), None);
+        for bad in ["0", "-1", ".nan"] {
+            let yaml = format!("metrics:\n  - expr: x\n    subsystem: cpu\n    max_rate: {bad}\n");
+            let e = MetricSet::parse(&yaml, "m.yml").unwrap_err().to_string();
+            assert!(e.contains("metrics.0") && e.contains("max_rate"), "{e}");
+        }
     }
 
     #[test]

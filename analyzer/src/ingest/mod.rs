@@ -182,6 +182,9 @@ impl<'a> Assembler<'a> {
             metric_type,
             resolution: self.opts.metric_set.resolution(metric),
             per_second: self.opts.metric_set.per_second(metric),
+            max_rate: (metric_type == MetricType::Counter)
+                .then(|| self.opts.metric_set.max_rate(metric))
+                .flatten(),
         };
         (host, channel)
     }

@@ -468,6 +468,7 @@ mod tests {
             kind,
             resolution: None,
             device_label: None,
+            max_rate: None,
         }
     }
 

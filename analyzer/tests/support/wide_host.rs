@@ -105,6 +105,7 @@ fn channel(name: String, subsystem: Subsystem, kind: Kind, resolution: f64) -> C
         metric_type: MetricType::Gauge,
         resolution,
         per_second: true,
+        max_rate: None,
     }
 }
 

@@ -10,6 +10,7 @@ fn ch(name: &str, kind: Kind, metric_type: MetricType) -> Channel {
         metric_type,
         resolution: 1.0,
         per_second: false,
+        max_rate: None,
     }
 }
 

@@ -13,6 +13,7 @@ fn ch(name: &str, subsystem: Subsystem) -> Channel {
         metric_type: MetricType::Gauge,
         resolution: 1.0,
         per_second: false,
+        max_rate: None,
     }
 }
 

@@ -123,6 +123,7 @@ mod tests {
             metric_type: MetricType::Gauge,
             resolution: 0.0,
             per_second: false,
+            max_rate: None,
         }
     }
 

@@ -2,6 +2,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::core::matrix::{Kind, Subsystem};
+use crate::ingest::kinds::MetricSet;
 
 const CAPTURE: &str = r#"# HELP reveal_cpu_seconds Time spent per CPU and mode.
 # TYPE reveal_cpu_seconds counter
@@ -71,6 +72,36 @@ fn prometheus_text_timestamps_are_milliseconds_and_hosts_split_by_instance() {
     assert_eq!(hosts[1].values[[0, 1]], 1.0);
     assert_eq!(hosts[1].channels[0].name, "x_total");
     assert_eq!(hosts[1].non_finite_samples, 1);
+}
+
+#[test]
+fn a_recorded_disks_busy_time_grows_by_at_most_the_time_that_passed() {
+    // Four scrapes 100 ms apart: the kernel's io_ticks adds a second in the third, no byte
+    // moved. Without a metric set (a new user's recording) the default bound holds it.
+    let text = "# TYPE reveal_storage_io_time_seconds counter\n\
+        reveal_storage_io_time_seconds_total{device=\"vda\"} 7.000 1000\n\
+        reveal_storage_io_time_seconds_total{device=\"vda\"} 7.004 1100\n\
+        reveal_storage_io_time_seconds_total{device=\"vda\"} 8.004 1200\n\
+        reveal_storage_io_time_seconds_total{device=\"vda\"} 8.010 1300\n";
+    let m = &parse_openmetrics(text, &opts()).unwrap()[0];
+    assert_eq!(m.channels[0].max_rate, Some(1.0));
+    let row: Vec<f64> = m.values.row(0).to_vec();
+    for (got, want) in row[1..].iter().zip([0.004, 0.1, 0.006]) {
+        assert!((got - want).abs() < 1e-9, "{row:?}");
+    }
+    // An entry that says nothing of it keeps the default; one that sets it is followed.
+    let set = MetricSet::parse(
+        "metrics:\n  - expr: reveal_storage_io_time_seconds_total\n    subsystem: storage\n    \
+         max_rate: 2\n",
+        "m.yml",
+    )
+    .unwrap();
+    let two = SourceOptions {
+        metric_set: set,
+        ..opts()
+    };
+    let m = &parse_openmetrics(text, &two).unwrap()[0];
+    assert!((m.values[[0, 2]] - 0.2).abs() < 1e-9, "{:?}", m.values);
 }
 
 #[test]

@@ -175,6 +175,7 @@ mod tests {
             kind: None,
             resolution: None,
             device_label: None,
+            max_rate: None,
         }
     }
 

@@ -105,6 +105,7 @@ mod tests {
             kind: None,
             resolution: None,
             device_label: None,
+            max_rate: None,
         };
         let specs = [
             spec("up"),

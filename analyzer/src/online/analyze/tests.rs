@@ -32,6 +32,7 @@ fn channel(i: usize, kind: Kind) -> Channel {
         metric_type: MetricType::Gauge,
         resolution: 0.0,
         per_second: false,
+        max_rate: None,
     }
 }
 

@@ -48,6 +48,7 @@ fn host(start: i64, secs: i64, burst: std::ops::Range<i64>, seed: &mut u64) -> H
                 metric_type: MetricType::Gauge,
                 resolution: 0.0,
                 per_second: false,
+                max_rate: None,
             })
             .collect(),
         values,
@@ -207,6 +208,7 @@ fn with_events(m: HostMatrix, events: std::ops::Range<i64>, rate: f64) -> HostMa
         metric_type: MetricType::Counter,
         resolution: 0.0,
         per_second: false,
+        max_rate: None,
     });
     HostMatrix {
         values: ndarray::concatenate(ndarray::Axis(0), &[m.values.view(), row.view()]).unwrap(),

@@ -56,6 +56,7 @@ fn host(
                 metric_type: MetricType::Gauge,
                 resolution: 0.0,
                 per_second: false,
+                max_rate: None,
             })
             .collect(),
         values,
