@@ -26,16 +26,22 @@ end = int(end_ms) // STEP_MS * STEP_MS
 # Prometheus answers at most 11000 points a series: longer stretches are asked in chunks.
 CHUNK_MS = 10000 * STEP_MS
 RATE = re.compile(r"^\s*(rate|irate|increase)\(\s*([A-Za-z_:][\w:]*)\s*(\{[^}]*\})?\s*\[(\w+)\]\s*\)\s*$")
+# A rate inside a subquery's mean (`avg_over_time(clamp_max(irate(x[250ms]), 1)[1s:100ms])`,
+# a disk's busy time with each step held): a rate over the subquery's range.
+RATE_IN = re.compile(r"^\s*avg_over_time\(.*\b(?:rate|irate)\(\s*([A-Za-z_:][\w:]*)\s*(?:\{[^}]*\})?\s*\[\w+\]\s*\).*\[(\w+):\w*\]\s*\)\s*$")
 
 def channel_name(spec):
     """The name of a series without __name__, never ending in _total (see the header)."""
     if spec.get("name"):
         n = spec["name"]
     else:
-        m = RATE.match(spec["expr"])
-        if not m or not m.group(2).endswith("_total"):
+        m, held = RATE.match(spec["expr"]), RATE_IN.match(spec["expr"])
+        if m and m.group(2).endswith("_total"):
+            n = f"{m.group(2)[: -len('_total')]}:{m.group(1)}{m.group(4)}"
+        elif held and held.group(1).endswith("_total"):
+            n = f"{held.group(1)[: -len('_total')]}:rate{held.group(2)}"
+        else:
             sys.exit(f"give {spec['expr']!r} a name: in the metric set")
-        n = f"{m.group(2)[: -len('_total')]}:{m.group(1)}{m.group(4)}"
     if n.endswith("_total"):
         sys.exit(f"{n}: a rate column must not end in _total (CSV reads it as a counter)")
     return n
