@@ -154,6 +154,14 @@ pub struct Channel {
     pub max_rate: Option<f64>,
 }
 
+/// The most a counter can grow per second, by name: a block device's busy time
+/// (`reveal_storage_io_time_seconds_total`, node_exporter's `node_disk_io_time_seconds_total`,
+/// the kernel's `io_ticks`) counts at most the time that passed, one second per second;
+/// nothing is known of any other counter.
+pub fn default_max_rate(metric: &str) -> Option<f64> {
+    metric.ends_with("_io_time_seconds_total").then_some(1.0)
+}
+
 /// One host's channels on a regular grid: `values[[c, t]]` is channel `c` at
 /// `start_ms + t * step_ms`.
 #[derive(Debug, Clone)]

@@ -31,6 +31,7 @@ use std::path::Path;
 use regex::Regex;
 use serde::Deserialize;
 
+pub use crate::core::matrix::default_max_rate;
 use crate::core::matrix::{Kind, MetricType, Subsystem};
 
 /// One entry of the metric set.
@@ -335,14 +336,6 @@ impl MetricSet {
             .and_then(|e| e.max_rate)
             .or_else(|| default_max_rate(metric))
     }
-}
-
-/// The most a counter can grow per second, by name: a block device's busy time
-/// (`reveal_storage_io_time_seconds_total`, node_exporter's `node_disk_io_time_seconds_total`,
-/// the kernel's `io_ticks`) counts at most the time that passed, one second per second;
-/// nothing is known of any other counter.
-pub fn default_max_rate(metric: &str) -> Option<f64> {
-    metric.ends_with("_io_time_seconds_total").then_some(1.0)
 }
 
 /// Whether a PromQL expression's values are per-second rates: it applies `rate` or `irate`

@@ -203,7 +203,7 @@ pub fn generated_block(
             let range = cadence
                 .range(metric, &kinds)
                 .unwrap_or(super::cadence::FAST_RANGE);
-            match crate::ingest::kinds::default_max_rate(metric) {
+            match crate::core::matrix::default_max_rate(metric) {
                 // Each 100 ms scrape's step held to what the counter can grow in it (a disk's
                 // busy time: docs/analyzer-config.md, "A disk's busy time").
                 Some(max) if range == super::cadence::FAST_RANGE => format!(
