@@ -352,8 +352,14 @@ impl Runner {
                     slot.success = false;
                     // Never expose part of a failed update: its values may be wrong.
                     slot.scrape.clear();
-                    let msg = e.to_string();
-                    if slot.last_logged.as_deref() != Some(msg.as_str()) {
+                    // The same error every scrape (absent hardware) is said once, and not
+                    // formatted again to find that out.
+                    if !slot
+                        .last_logged
+                        .as_deref()
+                        .is_some_and(|last| displays_as(&e, last))
+                    {
+                        let msg = e.to_string();
                         // Absent hardware (a VM has no RAPL, no PMU, no GPU) is information;
                         // a refused permission, which the operator can grant, is a warning.
                         if e.is_denied() {
@@ -369,6 +375,20 @@ impl Runner {
             }
         }
     }
+}
+
+/// Whether `value` displays as `text`, compared piece by piece as it is formatted: no string
+/// is allocated, and the comparison stops at the first piece that differs.
+fn displays_as(value: &impl std::fmt::Display, text: &str) -> bool {
+    struct Compare<'a>(&'a str);
+    impl std::fmt::Write for Compare<'_> {
+        fn write_str(&mut self, piece: &str) -> std::fmt::Result {
+            self.0 = self.0.strip_prefix(piece).ok_or(std::fmt::Error)?;
+            Ok(())
+        }
+    }
+    let mut rest = Compare(text);
+    std::fmt::write(&mut rest, format_args!("{value}")).is_ok() && rest.0.is_empty()
 }
 
 impl Inner {
@@ -544,6 +564,20 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_error_is_compared_with_its_text_as_it_is_formatted() {
+        let e = crate::error::CollectError::Unsupported {
+            path: "/sys/class/powercap".into(),
+            reason: "no RAPL domain".into(),
+        };
+        let text = e.to_string();
+        assert!(super::displays_as(&e, &text));
+        assert!(!super::displays_as(&e, &text[..text.len() - 1]), "a prefix");
+        assert!(!super::displays_as(&e, &format!("{text}.")), "longer");
+        assert!(!super::displays_as(&e, ""));
+        assert!(super::displays_as(&42, "42") && !super::displays_as(&42, "43"));
+    }
+
     use super::*;
 
     /// A collector that always fails, named like one of the table's.
