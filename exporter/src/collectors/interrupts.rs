@@ -31,7 +31,9 @@
 //! through one reused buffer straight into the sums, and a line is matched with the state at
 //! the same position of the previous read, so nothing is allocated while the set of lines
 //! stays the same. Only the top lines are exposed one by one. What remains is the kernel's
-//! own printing of the file, which `--collector.interrupts.min-interval-ms` spaces out.
+//! own printing of the file: reads are spaced so that they take at most
+//! `--collector.interrupts.max-cpu-percent` of a core (`read_budget`; every scrape on a small
+//! host) and at least `--collector.interrupts.min-interval-ms` apart.
 //!
 //! Bad input is counted, not fatal: a line whose counts do not match the header (a CPU went
 //! online or offline while the kernel printed the file, which it does without holding CPU
@@ -42,6 +44,7 @@
 //! forgotten, and a header whose columns change (hotplug between scrapes) is read by CPU number.
 //! Only a file whose header is not `CPUn` columns, or that has no usable line, fails the update.
 
+use super::read_budget::{thread_cpu, ReadBudget};
 use super::{Collector, Settings};
 use crate::error::Excerpt;
 use crate::error::{CollectError, ParseError};
@@ -60,12 +63,22 @@ pub struct InterruptsArgs {
     #[arg(long = "collector.interrupts.top", default_value_t = DEFAULT_TOP)]
     pub top: usize,
     /// Read /proc/interrupts at most once per this many milliseconds; the scrapes in between
-    /// expose the values of the last read (0: read on every scrape). On a host with many CPUs
-    /// and vectors the kernel's printing of the file, a count per line and CPU, can cost
-    /// more than the rest of the scrape: 1000 reads it once a second under 100 ms scraping.
+    /// expose the values of the last read (0: as often as
+    /// --collector.interrupts.max-cpu-percent allows). On a host with many CPUs and vectors
+    /// the kernel's printing of the file, a count per line and CPU, can cost more than the
+    /// rest of the scrape: 1000 reads it once a second under 100 ms scraping.
     #[arg(long = "collector.interrupts.min-interval-ms", default_value_t = 0)]
     pub min_interval_ms: u64,
+    /// Read /proc/interrupts no more often than keeps its reads within this percent of one
+    /// core, from how long the last reads took (the median of five); the scrapes in between
+    /// expose the values of the last read (0: no bound). A small host reads it on every
+    /// scrape; a wide one, whose file has a count per vector and CPU, less often.
+    #[arg(long = "collector.interrupts.max-cpu-percent", default_value_t = DEFAULT_MAX_CPU_PERCENT)]
+    pub max_cpu_percent: f64,
 }
+
+/// A quarter of the exporter's 2 % of a core on a wide host (`read_budget`).
+pub const DEFAULT_MAX_CPU_PERCENT: f64 = 0.5;
 
 /// Enough to show the few vectors of an IRQ storm without a series per line of a big host.
 pub const DEFAULT_TOP: usize = 16;
@@ -75,6 +88,7 @@ impl Default for InterruptsArgs {
         InterruptsArgs {
             top: DEFAULT_TOP,
             min_interval_ms: 0,
+            max_cpu_percent: DEFAULT_MAX_CPU_PERCENT,
         }
     }
 }
@@ -596,9 +610,9 @@ pub struct InterruptsCollector {
     /// Lines summed at the last scrape, and lines skipped since the start.
     summed: usize,
     skipped: u64,
-    /// `--collector.interrupts.min-interval-ms`, and when the file was last read whole.
-    min_interval: Duration,
-    last_read: Option<Instant>,
+    /// When the file is read: `--collector.interrupts.min-interval-ms` and
+    /// `--collector.interrupts.max-cpu-percent`.
+    budget: ReadBudget,
 }
 
 /// Where the lines of this scrape find their state: at the same position as on the last
@@ -635,8 +649,10 @@ impl InterruptsCollector {
             order: Vec::new(),
             summed: 0,
             skipped: 0,
-            min_interval: Duration::from_millis(s.interrupts.min_interval_ms),
-            last_read: None,
+            budget: ReadBudget::new(
+                s.interrupts.max_cpu_percent,
+                Duration::from_millis(s.interrupts.min_interval_ms),
+            ),
         }
     }
 
@@ -870,10 +886,8 @@ impl Collector for InterruptsCollector {
     fn update(&mut self, out: &mut Scrape) -> Result<(), CollectError> {
         let now = Instant::now();
         // Within the interval of a read that succeeded, its values are exposed again.
-        let recent = self
-            .last_read
-            .is_some_and(|t| now.saturating_duration_since(t) < self.min_interval);
-        if !recent {
+        if self.budget.due(now) {
+            let cpu0 = thread_cpu();
             let mut buf = std::mem::take(&mut self.buf);
             let res = self.path.read_bytes_into(&mut buf).and_then(|range| {
                 self.account(&buf[range])
@@ -881,7 +895,21 @@ impl Collector for InterruptsCollector {
             });
             self.buf = buf;
             res?;
-            self.last_read = Some(now);
+            // Without the thread clock (never on Linux), the wall time.
+            let took = match (cpu0, thread_cpu()) {
+                (Some(a), Some(b)) => b.saturating_sub(a),
+                _ => now.elapsed(),
+            };
+            if let Some(every) = self.budget.read(now, took) {
+                tracing::info!(
+                    path = %self.path.path().display(),
+                    lines = self.summed,
+                    cpus = self.cpus.len(),
+                    "read every {} ms, to keep its reads within \
+                     --collector.interrupts.max-cpu-percent of a core",
+                    every.as_millis()
+                );
+            }
         }
         self.push_cpus(out);
         // The top lines are chosen only for a page that serves them (not the fast cadence's).
@@ -1103,6 +1131,8 @@ Err:          0\n";
             ..Default::default()
         };
         s.interrupts.top = 4;
+        // Every update reads the file (the spacing has its own tests, in `read_budget`).
+        s.interrupts.max_cpu_percent = 0.0;
         (root, InterruptsCollector::new(&s))
     }
 
@@ -1320,22 +1350,34 @@ Err:          0\n";
     }
 
     #[test]
-    fn min_interval_exposes_the_last_read_in_between() {
+    fn between_reads_the_last_read_is_exposed() {
         let (root, mut c) = temp_root("interval");
         let l = |v: u64| ("5", vec![v, v], "PCI-MSI x");
-        c.min_interval = Duration::from_secs(3600);
+        c.budget = ReadBudget::new(0.0, Duration::from_secs(3600));
         let out = update(&mut c, &root, &file(&[0, 1], &[l(1)]));
         assert_eq!(cpu(&out, "1"), Some(1.0));
         // Not read again within the interval: the same series and values.
         let again = update(&mut c, &root, &file(&[0, 1], &[l(9)]));
         assert_eq!(samples(&again), samples(&out));
         // Read on every scrape without one.
-        c.min_interval = Duration::ZERO;
+        c.budget = ReadBudget::new(0.0, Duration::ZERO);
         let out = update(&mut c, &root, &file(&[0, 1], &[l(9)]));
         assert_eq!(cpu(&out, "1"), Some(9.0));
+        // A read that took a second, at 0.5 % of a core: the next is 200 s away.
+        c.budget = ReadBudget::new(0.5, Duration::ZERO);
+        c.budget.read(Instant::now(), Duration::from_secs(1));
+        let again = update(&mut c, &root, &file(&[0, 1], &[l(20)]));
+        assert_eq!(cpu(&again, "1"), Some(9.0), "the last read's values");
         let cli = crate::cli::parse_from(["x", "--collector.interrupts.min-interval-ms", "1000"])
             .unwrap();
         assert_eq!(cli.settings.interrupts.min_interval_ms, 1000);
+        assert_eq!(
+            cli.settings.interrupts.max_cpu_percent,
+            DEFAULT_MAX_CPU_PERCENT
+        );
+        let cli =
+            crate::cli::parse_from(["x", "--collector.interrupts.max-cpu-percent", "0"]).unwrap();
+        assert_eq!(cli.settings.interrupts.max_cpu_percent, 0.0);
         let _ = std::fs::remove_dir_all(&root);
     }
 

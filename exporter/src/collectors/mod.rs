@@ -29,6 +29,7 @@ pub mod perf;
 pub mod perf_group;
 pub mod pressure;
 pub mod rapl;
+pub mod read_budget;
 pub mod sockstat;
 pub mod softirqs;
 pub mod stat;

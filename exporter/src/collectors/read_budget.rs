@@ -1,0 +1,190 @@
+//! How often a file whose cost grows with the host is read: at most a share of one core.
+//!
+//! `/proc/interrupts` has a count per vector and CPU: 36 lines on a 2-CPU VM, about 1,200
+//! lines and 115,000 counts on a 96-CPU node with NVMe and InfiniBand queues on every CPU.
+//! Reading and folding it costs 0.07 ms on the first and 0.75 ms on the big-host fixture (a
+//! copy there; on a real node the kernel also prints every count anew). Scraped every 100 ms,
+//! that is 0.07 % of a core on the one and 0.75 % or more on the other, for one collector of
+//! twenty. So the collector times its reads and spaces them so that they take at most
+//! `--collector.interrupts.max-cpu-percent` of one core (0.5 by default, a quarter of the
+//! exporter's whole 2 % on a wide host): the next read is due when the last read's CPU time
+//! (the thread's own, [`thread_cpu`], so that a read preempted on a busy host is not taken
+//! for a costly one; the median of the last five, so that one odd read does not move it)
+//! divided by that share has passed; the scrapes in between expose the last read's values.
+//! Where a read costs little (every small host) every scrape reads; on the fixture every other
+//! one does; on a node where the kernel's printing takes 3 ms, one every 600 ms. What the
+//! analyzer reads of the file, each CPU's interrupts per second over the last second
+//! (`rate(reveal_cpu_interrupts_total[1s])`), still sees several reads in every second up to
+//! 2 ms a read. `--collector.interrupts.min-interval-ms` sets a least interval of its own.
+
+use std::time::{Duration, Instant};
+
+/// Reads timed for the median.
+const KEPT: usize = 5;
+
+#[derive(Debug)]
+pub struct ReadBudget {
+    /// The time between reads per unit of a read's time: 100 / the percent of one core they
+    /// may take (200 for 0.5 %); 0: no bound.
+    per_read: f64,
+    /// The least interval between reads, whatever they cost.
+    min_interval: Duration,
+    /// The last reads' durations, the latest at `next % KEPT`.
+    took: [Duration; KEPT],
+    timed: usize,
+    last_read: Option<Instant>,
+    /// The interval last written to the log (said when it first spaces reads, and whenever
+    /// it doubles or halves).
+    said: Duration,
+}
+
+impl ReadBudget {
+    /// `percent` of one core (0: no bound), and a least interval.
+    pub fn new(percent: f64, min_interval: Duration) -> ReadBudget {
+        ReadBudget {
+            per_read: if percent.is_finite() && percent > 0.0 {
+                100.0 / percent
+            } else {
+                0.0
+            },
+            min_interval,
+            took: [Duration::ZERO; KEPT],
+            timed: 0,
+            last_read: None,
+            said: Duration::ZERO,
+        }
+    }
+
+    /// The time between reads now: the least interval, or the median read's time divided
+    /// by the share when that is longer.
+    pub fn interval(&self) -> Duration {
+        if self.per_read == 0.0 || self.timed == 0 {
+            return self.min_interval;
+        }
+        let mut took = self.took[..self.timed.min(KEPT)].to_vec();
+        took.sort_unstable();
+        let median = took[took.len() / 2];
+        let spaced = (median.as_nanos() as f64 * self.per_read).round();
+        self.min_interval
+            .max(Duration::from_nanos(spaced.min(u64::MAX as f64) as u64))
+    }
+
+    /// Whether a read is due at `now`.
+    pub fn due(&self, now: Instant) -> bool {
+        self.last_read
+            .is_none_or(|t| now.saturating_duration_since(t) >= self.interval())
+    }
+
+    /// A read that started at `at` and took `took`. Returns the new interval when the log
+    /// should say it: the first time reads are spaced beyond every scrape's (100 ms), and
+    /// after that whenever it has doubled or halved.
+    pub fn read(&mut self, at: Instant, took: Duration) -> Option<Duration> {
+        self.took[self.timed % KEPT] = took;
+        self.timed += 1;
+        self.last_read = Some(at);
+        let now = self.interval();
+        let first = self.said.is_zero() && now > Duration::from_millis(100);
+        let moved = !self.said.is_zero() && (now >= self.said * 2 || now * 2 <= self.said);
+        (first || moved).then(|| {
+            self.said = now;
+            now
+        })
+    }
+}
+
+/// The calling thread's CPU time so far (user and kernel), or `None` where the clock cannot
+/// be read.
+pub fn thread_cpu() -> Option<Duration> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec into the valid one it is given.
+    #[allow(unsafe_code)]
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    (rc == 0).then(|| Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn reads_are_spaced_by_their_median_cost_over_the_share() {
+        let t0 = Instant::now();
+        let mut b = ReadBudget::new(0.5, Duration::ZERO);
+        assert!(b.due(t0), "the first read is always due");
+        // 0.75 ms a read at 0.5 % of a core: one read per 150 ms.
+        let said = b.read(t0, MS * 3 / 4);
+        assert_eq!(b.interval(), MS * 150);
+        assert_eq!(
+            said,
+            Some(MS * 150),
+            "the first spacing beyond 100 ms is said"
+        );
+        assert!(!b.due(t0 + MS * 100) && b.due(t0 + MS * 150));
+        // One slow read (a busy host) does not move the median of five.
+        for k in 1..5 {
+            let took = if k == 2 { MS * 30 } else { MS * 3 / 4 };
+            assert_eq!(b.read(t0 + MS * 150 * k, took), None);
+            assert_eq!(b.interval(), MS * 150, "read {k}");
+        }
+    }
+
+    #[test]
+    fn a_cheap_read_is_made_every_scrape_and_no_share_means_no_bound() {
+        let t0 = Instant::now();
+        // 0.07 ms a read (the 2-CPU VM): due again after 14 ms, before any next scrape.
+        let mut b = ReadBudget::new(0.5, Duration::ZERO);
+        assert_eq!(
+            b.read(t0, Duration::from_micros(70)),
+            None,
+            "nothing to say"
+        );
+        assert_eq!(b.interval(), MS * 14);
+        assert!(b.due(t0 + MS * 100));
+        for percent in [0.0, -1.0, f64::NAN] {
+            let mut b = ReadBudget::new(percent, MS * 7);
+            b.read(t0, Duration::from_secs(1));
+            assert_eq!(b.interval(), MS * 7, "{percent}: the least interval only");
+        }
+        // The least interval holds when reads are cheap.
+        let mut b = ReadBudget::new(0.5, MS * 1000);
+        b.read(t0, Duration::from_micros(70));
+        assert_eq!(b.interval(), MS * 1000);
+        assert!(!b.due(t0 + MS * 999) && b.due(t0 + MS * 1000));
+    }
+
+    #[test]
+    fn the_thread_cpu_clock_counts_work_not_sleep() {
+        let t0 = thread_cpu().expect("a Linux thread CPU clock");
+        std::thread::sleep(MS * 30);
+        let slept = thread_cpu().unwrap() - t0;
+        let mut x = 0u64;
+        let started = Instant::now();
+        while started.elapsed() < MS * 30 {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+        }
+        let worked = thread_cpu().unwrap() - t0 - slept;
+        assert!(slept < MS * 10, "sleeping took {slept:?} of CPU");
+        assert!(worked > MS * 5, "30 ms of work counted {worked:?}");
+    }
+
+    #[test]
+    fn a_change_is_said_when_the_interval_doubles_or_halves() {
+        let t0 = Instant::now();
+        let mut b = ReadBudget::new(1.0, Duration::ZERO);
+        assert_eq!(b.read(t0, MS * 2), Some(MS * 200));
+        assert_eq!(b.read(t0, MS * 2), None);
+        // The median of (2, 2, 4) is still 2 ms; of (2, 2, 4, 4), 4 ms: 400 ms, twice.
+        assert_eq!(b.read(t0, MS * 4), None);
+        assert_eq!(b.read(t0, MS * 4), Some(MS * 400));
+        // Cheap reads again: the median falls to 2 ms (half: said), then stays, then to
+        // 0.5 ms, 50 ms, a quarter of what was said.
+        assert_eq!(b.read(t0, MS / 2), Some(MS * 200));
+        assert_eq!(b.read(t0, MS / 2), None);
+        assert_eq!(b.read(t0, MS / 2), Some(MS * 50));
+    }
+}
