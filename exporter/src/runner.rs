@@ -564,6 +564,8 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn an_error_is_compared_with_its_text_as_it_is_formatted() {
         let e = crate::error::CollectError::Unsupported {
@@ -577,8 +579,6 @@ mod tests {
         assert!(!super::displays_as(&e, ""));
         assert!(super::displays_as(&42, "42") && !super::displays_as(&42, "43"));
     }
-
-    use super::*;
 
     /// A collector that always fails, named like one of the table's.
     struct Named(&'static str);

@@ -15,9 +15,9 @@
 //!
 //! Most patterns are a list of names (`'RetransSegs|TCPTimeouts|ListenDrops'`): such a
 //! pattern is tested by comparing the value with each name, which is what its anchored regex
-//! matches and costs a tenth of running it (the regex search was 4 % of the 100 ms page's
-//! CPU on the development VM, where `/proc/vmstat` and `/proc/net/netstat` push a few hundred
-//! series to keep eleven).
+//! matches (the regex search was about 4 % of the 100 ms page's CPU on the development VM,
+//! where `/proc/vmstat` and `/proc/net/netstat` push a few hundred series to keep eleven;
+//! docs/benchmarks.md, "Names compared, not searched").
 
 use regex::Regex;
 use reveal_schema::selection::Rule;
