@@ -29,10 +29,12 @@ pub struct ReadBudget {
     per_read: f64,
     /// The least interval between reads, whatever they cost.
     min_interval: Duration,
-    /// The last reads' durations, the latest at `next % KEPT`.
+    /// The last reads' durations, the latest at `(timed - 1) % KEPT`.
     took: [Duration; KEPT],
     timed: usize,
     last_read: Option<Instant>,
+    /// The time between reads, worked out once per read (a scrape only compares with it).
+    interval: Duration,
     /// The interval last written to the log (said when it first spaces reads, and whenever
     /// it doubles or halves).
     said: Duration,
@@ -51,6 +53,7 @@ impl ReadBudget {
             took: [Duration::ZERO; KEPT],
             timed: 0,
             last_read: None,
+            interval: min_interval,
             said: Duration::ZERO,
         }
     }
@@ -58,10 +61,15 @@ impl ReadBudget {
     /// The time between reads now: the least interval, or the median read's time divided
     /// by the share when that is longer.
     pub fn interval(&self) -> Duration {
+        self.interval
+    }
+
+    fn spaced(&self) -> Duration {
         if self.per_read == 0.0 || self.timed == 0 {
             return self.min_interval;
         }
-        let mut took = self.took[..self.timed.min(KEPT)].to_vec();
+        let mut took = self.took;
+        let took = &mut took[..self.timed.min(KEPT)];
         took.sort_unstable();
         let median = took[took.len() / 2];
         let spaced = (median.as_nanos() as f64 * self.per_read).round();
@@ -72,7 +80,7 @@ impl ReadBudget {
     /// Whether a read is due at `now`.
     pub fn due(&self, now: Instant) -> bool {
         self.last_read
-            .is_none_or(|t| now.saturating_duration_since(t) >= self.interval())
+            .is_none_or(|t| now.saturating_duration_since(t) >= self.interval)
     }
 
     /// A read that started at `at` and took `took`. Returns the new interval when the log
@@ -82,7 +90,8 @@ impl ReadBudget {
         self.took[self.timed % KEPT] = took;
         self.timed += 1;
         self.last_read = Some(at);
-        let now = self.interval();
+        self.interval = self.spaced();
+        let now = self.interval;
         let first = self.said.is_zero() && now > Duration::from_millis(100);
         let moved = !self.said.is_zero() && (now >= self.said * 2 || now * 2 <= self.said);
         (first || moved).then(|| {
