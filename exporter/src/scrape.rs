@@ -283,6 +283,11 @@ impl Scrape {
     /// when pushed, and summed families are summed as they are pushed. The runner's, per
     /// cadence and selection.
     pub fn set_page(&mut self, page: Arc<Page>) {
+        // The page of the scrape before (each cadence's page is made once): every family
+        // already has its flags.
+        if Arc::ptr_eq(&self.page, &page) {
+            return;
+        }
         for f in &mut self.families {
             f.skipped = !page.serves(f.desc);
             f.filter = Page::position(&page.filters, f.desc);

@@ -74,11 +74,27 @@ fn parse_i64(s: &str, line: usize) -> Result<i64, ParseError> {
 /// Parses `/proc/net/snmp` or `/proc/net/netstat`: pairs of `Proto: names` / `Proto: values`
 /// lines, appending to `out`.
 pub fn parse_snmp<'a>(text: &'a str, out: &mut Vec<Field<'a>>) -> Result<(), ParseError> {
-    let start = out.len();
+    let mut protocols = Vec::new();
+    parse_snmp_selected(text, |_, _| true, &mut protocols, out)
+}
+
+/// [`parse_snmp`] of the counters `keep` selects: `keep(protocol, None)` says whether a
+/// protocol's pair of lines is read at all, `keep(protocol, Some(field))` whether one of its
+/// fields is. Every protocol the file holds is appended to `protocols`, read or not. What is
+/// not read is not checked: a protocol's names and values are counted against each other, and
+/// a value parsed, only where it is read (the 100 ms page reads four of the 312 counters of
+/// `snmp` and `netstat`).
+pub fn parse_snmp_selected<'a>(
+    text: &'a str,
+    keep: impl Fn(&str, Option<&str>) -> bool,
+    protocols: &mut Vec<&'a str>,
+    out: &mut Vec<Field<'a>>,
+) -> Result<(), ParseError> {
     let mut lines = text
         .lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty());
+    let mut pairs = 0;
     while let Some((i, names)) = lines.next() {
         let lineno = i + 1;
         let Some((i2, values)) = lines.next() else {
@@ -106,15 +122,24 @@ pub fn parse_snmp<'a>(text: &'a str, out: &mut Vec<Field<'a>>) -> Result<(), Par
                 ),
             ));
         }
+        pairs += 1;
+        protocols.push(proto);
+        if !keep(proto, None) {
+            continue;
+        }
         let mut names = names.split_ascii_whitespace();
         let mut values = values.split_ascii_whitespace();
         loop {
             match (names.next(), values.next()) {
-                (Some(field), Some(v)) => out.push(Field {
-                    protocol: proto,
-                    field,
-                    value: parse_i64(v, i2 + 1)?,
-                }),
+                (Some(field), Some(v)) => {
+                    if keep(proto, Some(field)) {
+                        out.push(Field {
+                            protocol: proto,
+                            field,
+                            value: parse_i64(v, i2 + 1)?,
+                        })
+                    }
+                }
                 (None, None) => break,
                 _ => {
                     return Err(ParseError::new(
@@ -125,7 +150,7 @@ pub fn parse_snmp<'a>(text: &'a str, out: &mut Vec<Field<'a>>) -> Result<(), Par
             }
         }
     }
-    if out.len() == start {
+    if pairs == 0 {
         return Err(ParseError::new(0, "no counters"));
     }
     Ok(())
@@ -189,12 +214,6 @@ fn read_optional(path: &KeptFile, buf: &mut String) -> Result<bool, CollectError
     }
 }
 
-/// Whether the page may serve a series of `protocol`.
-fn serves(out: &Scrape, protocol: &str) -> bool {
-    let of = |i: usize| (i == 0).then_some(protocol);
-    out.may_want(&EVENTS, of) || out.may_want(&VALUES, of)
-}
-
 impl Collector for NetstatCollector {
     fn name(&self) -> &'static str {
         "netstat"
@@ -203,6 +222,11 @@ impl Collector for NetstatCollector {
     fn update(&mut self, out: &mut Scrape) -> Result<(), CollectError> {
         // The parsed fields borrow the buffers, so the vector is per scrape, sized from the last.
         let mut fields = Vec::with_capacity(self.capacity);
+        let mut held = Vec::new();
+        let keep = |protocol: &str, field: Option<&str>| {
+            let of = |i: usize| [Some(protocol), field][i];
+            out.may_want(&EVENTS, of) || out.may_want(&VALUES, of)
+        };
         for (i, ((file, buf), protocols)) in self
             .files
             .iter()
@@ -210,7 +234,7 @@ impl Collector for NetstatCollector {
             .zip(&mut self.protocols)
             .enumerate()
         {
-            if !protocols.is_empty() && !protocols.iter().any(|p| serves(out, p)) {
+            if !protocols.is_empty() && !protocols.iter().any(|p| keep(p, None)) {
                 continue;
             }
             let present = if i == 0 {
@@ -221,23 +245,30 @@ impl Collector for NetstatCollector {
             if !present {
                 continue;
             }
-            let from = fields.len();
+            held.clear();
             let parsed = if i == 2 {
-                parse_snmp6(buf, &mut fields)
+                let from = fields.len();
+                let parsed = parse_snmp6(buf, &mut fields);
+                // Its protocols, in order and once each.
+                let f = &fields[from..];
+                held.extend(
+                    f.iter()
+                        .enumerate()
+                        .filter(|(i, x)| *i == 0 || f[i - 1].protocol != x.protocol)
+                        .map(|(_, x)| x.protocol),
+                );
+                parsed
             } else {
-                parse_snmp(buf, &mut fields)
+                parse_snmp_selected(buf, keep, &mut held, &mut fields)
             };
             parsed.map_err(|e| CollectError::parse(file, e))?;
-            // Compared without allocating: they change only when the kernel's MIBs do.
-            let held = || {
-                let f = &fields[from..];
-                f.iter()
-                    .enumerate()
-                    .filter(move |(i, x)| *i == 0 || f[i - 1].protocol != x.protocol)
-                    .map(|(_, x)| x.protocol)
-            };
-            if !held().eq(protocols.iter().map(String::as_str)) {
-                *protocols = held().map(str::to_string).collect();
+            // They change only when the kernel's MIBs do: copied only then.
+            if !held
+                .iter()
+                .copied()
+                .eq(protocols.iter().map(String::as_str))
+            {
+                *protocols = held.iter().map(|p| p.to_string()).collect();
             }
         }
         for f in &fields {
@@ -294,6 +325,35 @@ IcmpMsg: 1\n";
         assert!(parse_snmp("Tcp: A\nTcp: x\n", &mut v).is_err());
         assert!(parse_snmp("Tcp A\nTcp 1\n", &mut v).is_err());
         assert!(parse_snmp("", &mut v).is_err());
+    }
+
+    #[test]
+    fn reads_only_the_counters_selected_and_names_every_protocol() {
+        // Ip's value line is broken and has one value too many: it is not read, so not checked.
+        let tcp_on = &SNMP[SNMP.find("Tcp:").unwrap()..];
+        let text = format!("Ip: Forwarding DefaultTTL\nIp: 2 x 9\n{tcp_on}");
+        let keep = |p: &str, f: Option<&str>| p == "Tcp" && f.is_none_or(|f| f == "RetransSegs");
+        let (mut protocols, mut v) = (Vec::new(), Vec::new());
+        parse_snmp_selected(&text, keep, &mut protocols, &mut v).unwrap();
+        assert_eq!(protocols, ["Ip", "Tcp", "IcmpMsg"]);
+        assert_eq!(
+            v,
+            [Field {
+                protocol: "Tcp",
+                field: "RetransSegs",
+                value: 34
+            }]
+        );
+        // What is read is checked as before.
+        let tcp = |p: &str, _: Option<&str>| p == "Tcp";
+        let mut v = Vec::new();
+        assert!(parse_snmp_selected("Tcp: A B\nTcp: 1\n", tcp, &mut protocols, &mut v).is_err());
+        assert!(parse_snmp_selected("Tcp: A\nUdp: 1\n", tcp, &mut protocols, &mut v).is_err());
+        assert!(parse_snmp_selected("", tcp, &mut protocols, &mut v).is_err());
+        // A file of protocols none of which is read is a file of counters all the same.
+        v.clear();
+        parse_snmp_selected("Udp: A\nUdp: 1\n", tcp, &mut protocols, &mut v).unwrap();
+        assert!(v.is_empty());
     }
 
     #[test]
