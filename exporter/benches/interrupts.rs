@@ -14,7 +14,7 @@
 //! On a machine shared with other work, the minimum is the figure least disturbed by it.
 
 use reveal_exporter::cli;
-use reveal_exporter::collectors::gpu::{GpuCollector, GpuSample, GpuSource};
+use reveal_exporter::collectors::gpu::{GpuCollector, GpuSample, GpuSource, Needs};
 use reveal_exporter::collectors::interrupts::{parse_interrupts, InterruptsCollector};
 use reveal_exporter::collectors::Collector;
 use reveal_exporter::error::CollectError;
@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 struct Replay(Vec<GpuSample>);
 
 impl GpuSource for Replay {
-    fn samples(&mut self) -> Result<Vec<GpuSample>, CollectError> {
+    fn samples(&mut self, _: Needs) -> Result<Vec<GpuSample>, CollectError> {
         Ok(self.0.clone())
     }
 }

@@ -14,7 +14,7 @@
 //! not parse keeps the samples before it, with a warning.
 
 use anyhow::Context;
-use reveal_exporter::collectors::gpu::{GpuCollector, GpuSample, GpuSource};
+use reveal_exporter::collectors::gpu::{GpuCollector, GpuSample, GpuSource, Needs};
 use reveal_exporter::error::CollectError;
 use reveal_exporter::runner::{Format, Runner};
 use reveal_exporter::{cli, server};
@@ -35,7 +35,7 @@ fn read_samples(path: &std::path::Path) -> anyhow::Result<Vec<GpuSample>> {
 }
 
 impl GpuSource for Replay {
-    fn samples(&mut self) -> Result<Vec<GpuSample>, CollectError> {
+    fn samples(&mut self, _: Needs) -> Result<Vec<GpuSample>, CollectError> {
         let modified = std::fs::metadata(&self.path)
             .and_then(|m| m.modified())
             .ok();

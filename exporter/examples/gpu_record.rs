@@ -6,7 +6,7 @@
 //! ```
 //! Fields NVML does not support on the GPU come out as `null` or are left out of the lists.
 
-use reveal_exporter::collectors::gpu::{GpuArgs, GpuSource, NvmlSource};
+use reveal_exporter::collectors::gpu::{GpuArgs, GpuSource, Needs, NvmlSource};
 
 fn main() -> anyhow::Result<()> {
     let mut args = GpuArgs::default();
@@ -17,7 +17,8 @@ fn main() -> anyhow::Result<()> {
         }
     }
     let mut src = NvmlSource::init(&args)?;
-    let samples = src.samples()?;
+    // Every counter one by one (per location and link), as the slow page reads them.
+    let samples = src.samples(Needs::default())?;
     anyhow::ensure!(!samples.is_empty(), "NVML loaded but reports no GPU");
     println!("{}", serde_json::to_string_pretty(&samples)?);
     Ok(())

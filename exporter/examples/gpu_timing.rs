@@ -7,15 +7,18 @@
 //! Prints, per family, how many NVML calls it makes and the median and 99th percentile of its
 //! wall time over ROUNDS rounds (default 200), so the slow queries of a driver can be told from
 //! the fast ones; then the same for the collector's whole sample, taken every 100 ms as a
-//! scrape would (100 samples).
+//! scrape would (100 samples), with the ECC and NVLink counters per location and link (as
+//! the slow page takes them) and as the driver's totals (the 100 ms page, which sums them).
 
 use std::time::Instant;
 
 use nvml_wrapper::enum_wrappers::device::{
     Clock, EccCounter, MemoryError, MemoryLocation, RetirementCause, TemperatureSensor,
 };
+use nvml_wrapper::enum_wrappers::nv_link::ErrorCounter;
+use nvml_wrapper::structs::device::FieldId;
 use nvml_wrapper::Nvml;
-use reveal_exporter::collectors::gpu::{GpuArgs, GpuSource, NvmlSource};
+use reveal_exporter::collectors::gpu::{Detail, GpuArgs, GpuSource, Needs, NvmlSource};
 
 fn quantiles(mut v: Vec<f64>) -> (f64, f64) {
     v.sort_by(f64::total_cmp);
@@ -27,6 +30,10 @@ fn main() -> anyhow::Result<()> {
     let nvml = Nvml::init()?;
     let d = nvml.device_by_index(0)?;
     type Family<'a> = (&'a str, usize, Box<dyn Fn() + 'a>);
+    let links = (0..18)
+        .take_while(|l| d.link_wrapper_for(*l).is_active().is_ok())
+        .count() as u32;
+    let totals = [3, 4, 5, 6, 38, 45, 52, 59].map(FieldId); // nvml.h NVML_FI_DEV_*_TOTAL
     let locations = [
         MemoryLocation::Device,
         MemoryLocation::L1Cache,
@@ -123,6 +130,29 @@ fn main() -> anyhow::Result<()> {
             1,
             Box::new(|| drop(d.link_wrapper_for(0).is_active())),
         ),
+        (
+            "nvlink per link: is_active + 4 error counters, every link",
+            5 * links as usize,
+            Box::new(|| {
+                for l in 0..links {
+                    let w = d.link_wrapper_for(l);
+                    drop(w.is_active());
+                    for c in [
+                        ErrorCounter::DlReplay,
+                        ErrorCounter::DlRecovery,
+                        ErrorCounter::DlCrcFlit,
+                        ErrorCounter::DlCrcData,
+                    ] {
+                        drop(w.error_counter(c));
+                    }
+                }
+            }),
+        ),
+        (
+            "field values: 4 ECC totals + 4 NVLink error totals",
+            1,
+            Box::new(|| drop(d.field_values_for(&totals))),
+        ),
     ];
     println!(
         "NVML on {} ({} GPU(s)), {rounds} rounds",
@@ -142,16 +172,27 @@ fn main() -> anyhow::Result<()> {
         println!("| {name} | {calls} | {p50:.0} | {p99:.0} |");
     }
     let mut src = NvmlSource::init(&GpuArgs::default())?;
-    let mut t = Vec::with_capacity(100);
-    for _ in 0..100 {
-        let s = Instant::now();
-        src.samples()?;
-        t.push(s.elapsed().as_secs_f64() * 1e6);
-        std::thread::sleep(std::time::Duration::from_millis(100).saturating_sub(s.elapsed()));
+    let totals = Needs {
+        ecc: Detail::Totals,
+        nvlink: Detail::Totals,
+    };
+    for (what, needs) in [
+        ("per location and link (the slow page)", Needs::default()),
+        ("with the totals (the 100 ms page)", totals),
+    ] {
+        let mut t = Vec::with_capacity(100);
+        for _ in 0..100 {
+            let s = Instant::now();
+            src.samples(needs)?;
+            t.push(s.elapsed().as_secs_f64() * 1e6);
+            std::thread::sleep(std::time::Duration::from_millis(100).saturating_sub(s.elapsed()));
+        }
+        let mean = t.iter().sum::<f64>() / t.len() as f64;
+        let (p50, p99) = quantiles(t);
+        println!(
+            "| the collector's whole sample every 100 ms, {what} | all | {p50:.0} | {p99:.0} |"
+        );
+        println!("mean of the whole sample, {what}: {mean:.0} µs");
     }
-    let mean = t.iter().sum::<f64>() / t.len() as f64;
-    let (p50, p99) = quantiles(t);
-    println!("| the collector's whole sample, every 100 ms | all | {p50:.0} | {p99:.0} |");
-    println!("mean of the whole sample: {mean:.0} µs");
     Ok(())
 }

@@ -310,6 +310,18 @@ impl Scrape {
         self.page.serves(desc)
     }
 
+    /// Whether the page being scraped serves `desc` summed over the label `label`, with no
+    /// `match:` rule on it: a collector may then push one sample per value of the other
+    /// labels, its total over `label`, in place of a sample per value of `label`.
+    pub fn sums_over(&self, desc: &Desc, label: &str) -> bool {
+        let Some(at) = desc.labels.iter().position(|l| *l == label) else {
+            return false;
+        };
+        Page::position(&self.page.filters, desc).is_none()
+            && Page::position(&self.page.sums, desc)
+                .is_some_and(|i| self.page.sums[i].1.contains(&at))
+    }
+
     /// Whether the page being scraped may serve a series of `desc` whose label at position
     /// `i` (the descriptor's order) is `value(i)`, where known (`None`: any value): false
     /// only when no such series is served, so a collector can skip reading them.

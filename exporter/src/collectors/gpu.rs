@@ -16,6 +16,10 @@ use nvml_wrapper::enum_wrappers::device::{
     TemperatureSensor,
 };
 use nvml_wrapper::enum_wrappers::nv_link::ErrorCounter;
+use nvml_wrapper::enums::device::SampleValue;
+use nvml_wrapper::struct_wrappers::device::FieldValueSample;
+use nvml_wrapper::structs::device::FieldId;
+use nvml_wrapper::sys_exports::field_id;
 use nvml_wrapper::{Device, Nvml};
 use std::cell::RefCell;
 use std::time::{Duration, Instant};
@@ -29,9 +33,112 @@ pub struct GpuArgs {
     pub pcie_throughput: bool,
 }
 
+/// How the page being scraped takes a GPU's ECC counters per memory location, or its NVLink
+/// error counters per link: which NVML queries a sample makes for them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Detail {
+    /// Not served: not queried.
+    None,
+    /// Served summed over the locations (links): the device's totals, which the driver keeps,
+    /// all in one `nvmlDeviceGetFieldValues` call, instead of a call per location and
+    /// counter (32 a GPU) and per link and counter (90 on a GPU with 18 NVLinks).
+    Totals,
+    /// Served one by one: a call per location (link) and counter.
+    #[default]
+    Each,
+}
+
+/// What the page being scraped needs of the per-location and per-link counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Needs {
+    pub ecc: Detail,
+    pub nvlink: Detail,
+}
+
+impl Needs {
+    /// What the page of `out` serves (the 100 ms page: both summed, so both totals).
+    pub fn of(out: &Scrape) -> Needs {
+        let detail = |desc: &crate::scrape::Desc, label: &str| {
+            if !out.wants(desc) {
+                Detail::None
+            } else if out.sums_over(desc, label) {
+                Detail::Totals
+            } else {
+                Detail::Each
+            }
+        };
+        let nvlink = if out.wants(&gpu_map::NVLINK_ACTIVE) {
+            Detail::Each // per link by nature
+        } else {
+            detail(&gpu_map::NVLINK_ERRORS, "link")
+        };
+        Needs {
+            ecc: detail(&gpu_map::ECC, "location"),
+            nvlink,
+        }
+    }
+}
+
 /// Where GPU samples come from: NVML on a real host, recorded JSON in tests.
 pub trait GpuSource: Send {
-    fn samples(&mut self) -> Result<Vec<GpuSample>, CollectError>;
+    /// One sample per GPU, its ECC and NVLink counters as `needs` asks (a source that only
+    /// has them one by one may always give them so: a page that sums them sums them).
+    fn samples(&mut self, needs: Needs) -> Result<Vec<GpuSample>, CollectError>;
+}
+
+/// The driver's totals behind [`Detail::Totals`] (`nvml.h` field IDs): ECC errors over the
+/// memory locations by type and counter (single-bit errors are the corrected ones,
+/// double-bit the uncorrected), and NVLink errors over the links by counter.
+const ECC_TOTALS: [(&str, &str, u32); 4] = [
+    (
+        "corrected",
+        "volatile",
+        field_id::NVML_FI_DEV_ECC_SBE_VOL_TOTAL,
+    ),
+    (
+        "uncorrected",
+        "volatile",
+        field_id::NVML_FI_DEV_ECC_DBE_VOL_TOTAL,
+    ),
+    (
+        "corrected",
+        "aggregate",
+        field_id::NVML_FI_DEV_ECC_SBE_AGG_TOTAL,
+    ),
+    (
+        "uncorrected",
+        "aggregate",
+        field_id::NVML_FI_DEV_ECC_DBE_AGG_TOTAL,
+    ),
+];
+const NVLINK_TOTALS: [(&str, u32); 4] = [
+    (
+        "dl_replay",
+        field_id::NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL,
+    ),
+    (
+        "dl_recovery",
+        field_id::NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL,
+    ),
+    (
+        "dl_crc_flit",
+        field_id::NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL,
+    ),
+    (
+        "dl_crc_data",
+        field_id::NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL,
+    ),
+];
+
+/// A field value as a count: `None` for a field the driver did not answer, or a negative or
+/// fractional one.
+fn count(v: &Result<FieldValueSample, nvml_wrapper::error::NvmlError>) -> Option<u64> {
+    match v.as_ref().ok()?.value.as_ref().ok()? {
+        SampleValue::U64(n) => Some(*n),
+        SampleValue::U32(n) => Some(u64::from(*n)),
+        SampleValue::I64(n) => u64::try_from(*n).ok(),
+        SampleValue::F64(x) => (*x >= 0.0 && x.fract() == 0.0).then_some(*x as u64),
+    }
 }
 
 /// The most NVLinks a GPU has (`NVML_NVLINK_MAX_LINKS` in nvml.h).
@@ -54,6 +161,9 @@ struct Slow {
     max_clocks: (Option<u32>, Option<u32>),
     energy: Option<u64>,
     energy_at: Option<Instant>,
+    /// How many NVLinks the board has, counted when first needed: a board without any is
+    /// not asked for NVLink totals (the driver may answer zeros where it has no counter).
+    links: Option<u32>,
 }
 
 impl Slow {
@@ -124,7 +234,7 @@ impl NvmlSource {
         self
     }
 
-    fn sample(&self, index: u32, d: &Device, now: Instant) -> GpuSample {
+    fn sample(&self, index: u32, d: &Device, now: Instant, needs: Needs) -> GpuSample {
         let ok = |r: Result<u32, _>| r.ok();
         let uuid = d.uuid().unwrap_or_default();
         let i = index as usize;
@@ -144,6 +254,15 @@ impl NvmlSource {
             },
             || d.total_energy_consumption().ok(),
         );
+        let ecc = if self.ecc { needs.ecc } else { Detail::None };
+        let mut nvlink = if self.nvlink {
+            needs.nvlink
+        } else {
+            Detail::None
+        };
+        if nvlink == Detail::Totals && *slow.links.get_or_insert_with(|| count_links(d)) == 0 {
+            nvlink = Detail::None;
+        }
         let (max_sm, max_memory, energy) = (slow.max_clocks.0, slow.max_clocks.1, slow.energy);
         drop(slows);
         let util = d.utilization_rates().ok();
@@ -178,16 +297,67 @@ impl NvmlSource {
             s.pcie_tx_kilobytes_per_second = ok(d.pcie_throughput(PcieUtilCounter::Send));
             s.pcie_rx_kilobytes_per_second = ok(d.pcie_throughput(PcieUtilCounter::Receive));
         }
-        if self.ecc {
+        let (ecc, nvlink) = self.sample_totals(d, ecc, nvlink, &mut s);
+        if ecc == Detail::Each {
             self.sample_ecc(d, &mut s);
         }
         if self.retired {
             self.sample_retired(d, &mut s);
         }
-        if self.nvlink {
+        if nvlink == Detail::Each {
             self.sample_nvlinks(d, &mut s);
         }
         s
+    }
+
+    /// Reads the totals asked for ([`Detail::Totals`]) in one `nvmlDeviceGetFieldValues`
+    /// call and says what is left to query one by one: everything asked for, where the call
+    /// fails as a whole (a driver without it).
+    fn sample_totals(
+        &self,
+        d: &Device,
+        ecc: Detail,
+        nvlink: Detail,
+        s: &mut GpuSample,
+    ) -> (Detail, Detail) {
+        let mut ids = Vec::with_capacity(8);
+        if ecc == Detail::Totals {
+            ids.extend(ECC_TOTALS.map(|t| FieldId(t.2)));
+        }
+        if nvlink == Detail::Totals {
+            ids.extend(NVLINK_TOTALS.map(|t| FieldId(t.1)));
+        }
+        if ids.is_empty() {
+            return (ecc, nvlink);
+        }
+        let Ok(values) = d.field_values_for(&ids) else {
+            let each = |d: Detail| if d == Detail::Totals { Detail::Each } else { d };
+            return (each(ecc), each(nvlink));
+        };
+        // In the order asked; a total the driver does not answer (ECC off) is left out, as a
+        // location it does not answer is.
+        let mut values = values.iter();
+        if ecc == Detail::Totals {
+            for ((ty, counter, _), v) in ECC_TOTALS.iter().zip(values.by_ref()) {
+                if let Some(n) = count(v) {
+                    s.ecc.push(gpu_map::EccCount {
+                        error_type: (*ty).into(),
+                        counter: (*counter).into(),
+                        location: gpu_map::TOTAL.into(),
+                        count: n,
+                    });
+                }
+            }
+        }
+        if nvlink == Detail::Totals {
+            for ((name, _), v) in NVLINK_TOTALS.iter().zip(values) {
+                if let Some(n) = count(v) {
+                    s.nvlink_error_totals.push(((*name).into(), n));
+                }
+            }
+        }
+        let done = |d: Detail| if d == Detail::Totals { Detail::None } else { d };
+        (done(ecc), done(nvlink))
     }
 
     fn sample_ecc(&self, d: &Device, s: &mut GpuSample) {
@@ -266,8 +436,15 @@ impl NvmlSource {
     }
 }
 
+/// How many NVLinks the GPU has: the links NVML answers for, from link 0 up.
+fn count_links(d: &Device) -> u32 {
+    (0..MAX_NVLINKS)
+        .take_while(|l| d.link_wrapper_for(*l).is_active().is_ok())
+        .count() as u32
+}
+
 impl GpuSource for NvmlSource {
-    fn samples(&mut self) -> Result<Vec<GpuSample>, CollectError> {
+    fn samples(&mut self, needs: Needs) -> Result<Vec<GpuSample>, CollectError> {
         let n = self.nvml.device_count().map_err(|e| CollectError::Io {
             path: "nvmlDeviceGetCount".into(),
             source: std::io::Error::other(e.to_string()),
@@ -277,7 +454,7 @@ impl GpuSource for NvmlSource {
         for i in 0..n {
             // A GPU that fell off the bus answers errors; skip it and keep the others.
             match self.nvml.device_by_index(i) {
-                Ok(d) => out.push(self.sample(i, &d, now)),
+                Ok(d) => out.push(self.sample(i, &d, now, needs)),
                 Err(e) => tracing::debug!("gpu {i}: {e}"),
             }
         }
@@ -326,7 +503,7 @@ impl Collector for GpuCollector {
                 reason: self.unsupported.clone(),
             });
         };
-        for g in src.samples()? {
+        for g in src.samples(Needs::of(out))? {
             gpu_map::push_sample(&g, out);
         }
         Ok(())
@@ -334,82 +511,5 @@ impl Collector for GpuCollector {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    struct Replay(Vec<GpuSample>);
-
-    impl GpuSource for Replay {
-        fn samples(&mut self) -> Result<Vec<GpuSample>, CollectError> {
-            Ok(self.0.clone())
-        }
-    }
-
-    #[test]
-    fn replayed_samples_go_through_the_collector() {
-        let p = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/nvml/t4-1gpu.json"
-        );
-        let gpus: Vec<GpuSample> =
-            serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
-        let mut c = GpuCollector::with_source(Box::new(Replay(gpus.clone())));
-        let mut out = Scrape::new();
-        c.update(&mut out).unwrap();
-        let mut direct = Scrape::new();
-        gpu_map::push_sample(&gpus[0], &mut direct);
-        assert!(out.sample_count() > 0);
-        assert_eq!(out.sample_count(), direct.sample_count());
-    }
-
-    #[test]
-    fn slow_fields_are_read_once_per_board_and_energy_once_per_interval() {
-        let t0 = Instant::now();
-        let (mut max_reads, mut energy_reads) = (0, 0);
-        let mut slow = Slow::default();
-        let at = |slow: &mut Slow, uuid: &str, ms: u64, max_reads: &mut u32, e: &mut u32| {
-            slow.refresh(
-                uuid,
-                t0 + Duration::from_millis(ms),
-                || {
-                    *max_reads += 1;
-                    (Some(1980), Some(3201))
-                },
-                || {
-                    *e += 1;
-                    Some(1000 + ms)
-                },
-            );
-        };
-        // Scrapes every 100 ms for 2.5 s: max clocks once, energy at 0, 1000 and 2000 ms.
-        for ms in (0..=2500).step_by(100) {
-            at(&mut slow, "GPU-a", ms, &mut max_reads, &mut energy_reads);
-        }
-        assert_eq!((max_reads, energy_reads), (1, 3));
-        assert_eq!(slow.max_clocks, (Some(1980), Some(3201)));
-        assert_eq!(
-            slow.energy,
-            Some(3000),
-            "the last read is served between reads"
-        );
-        // Another board at the index: its max clocks and energy are read at once.
-        at(&mut slow, "GPU-b", 2600, &mut max_reads, &mut energy_reads);
-        assert_eq!((max_reads, energy_reads), (2, 4));
-        assert_eq!(slow.energy, Some(3600));
-    }
-
-    /// Without the driver (this host has none) the collector is built, and reports
-    /// unsupported with the reason; with a driver it must read at least one GPU.
-    #[test]
-    fn nvml_missing_is_unsupported_not_fatal() {
-        let mut c = GpuCollector::new(&Settings::default());
-        let mut out = Scrape::new();
-        match c.update(&mut out) {
-            Err(e) => {
-                assert!(e.is_unsupported(), "{e}");
-                eprintln!("gpu collector unsupported here, as expected without a driver: {e}");
-            }
-            Ok(()) => assert!(out.sample_count() > 0, "NVML loaded but no GPU series"),
-        }
-    }
-}
+#[path = "gpu_tests.rs"]
+mod tests;

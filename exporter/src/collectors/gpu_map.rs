@@ -52,7 +52,18 @@ pub struct GpuSample {
     pub decoder_utilization_percent: Option<u32>,
     #[serde(default)]
     pub nvlinks: Vec<NvLinkSample>,
+    /// The NVLink error counters summed over the links by the driver
+    /// (`NVML_FI_DEV_NVLINK_*_ERROR_COUNT_TOTAL`), in place of `nvlinks`, for a page that
+    /// serves them summed over the links: `dl_replay`, `dl_recovery`, `dl_crc_flit`,
+    /// `dl_crc_data` and the count.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nvlink_error_totals: Vec<(String, u64)>,
 }
+
+/// The `location` of an [`EccCount`] that is the device's total over its memory locations
+/// (`NVML_FI_DEV_ECC_*_TOTAL`), and the `link` of the NVLink error totals: only a page that
+/// sums those labels away asks for them (`gpu::Needs`), so the value is never served.
+pub const TOTAL: &str = "total";
 
 /// One `nvmlDeviceGetMemoryErrorCounter` answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -393,6 +404,9 @@ pub fn push_sample(g: &GpuSample, out: &mut Scrape) {
     }
     put(&ENCODER, &[], pct(g.encoder_utilization_percent));
     put(&DECODER, &[], pct(g.decoder_utilization_percent));
+    for (counter, n) in &g.nvlink_error_totals {
+        put(&NVLINK_ERRORS, &[TOTAL, counter.as_str()], Some(*n as f64));
+    }
     for link in &g.nvlinks {
         let mut link_index = [0u8; 20];
         let id = index_str(u64::from(link.link), &mut link_index);
