@@ -16,11 +16,25 @@
 //! analyzer reads of the file, each CPU's interrupts per second over the last second
 //! (`rate(reveal_cpu_interrupts_total[1s])`), still sees several reads in every second up to
 //! 2 ms a read. `--collector.interrupts.min-interval-ms` sets a least interval of its own.
+//!
+//! The reads keep one rhythm. Between reads the scrapes repeat the last values, so the
+//! spacing of the reads is part of what `rate()` gives the analyzer: reads every second
+//! scrape make a steady ripple in each CPU's rate, which the baseline learns; reads that
+//! switch between every second and every third scrape as the cost of a read wanders (a read
+//! taking 0.9 then 1.1 ms) change that ripple, and the analyzer saw the change as an anomaly
+//! of every CPU's interrupts (big-host case 12). So the interval moves only when the median
+//! cost has left a band around the cost it was set for (a factor [`BAND`] either way), and
+//! reads fall due on a fixed schedule, one interval after the time the last was due rather
+//! than after the scrape that made it: they average one per interval, whatever the scrape
+//! period, without drifting onto a slower multiple of it.
 
 use std::time::{Duration, Instant};
 
 /// Reads timed for the median.
 const KEPT: usize = 5;
+
+/// How far the median cost may move, as a factor either way, before the interval follows it.
+pub const BAND: f64 = 1.5;
 
 #[derive(Debug)]
 pub struct ReadBudget {
@@ -32,9 +46,12 @@ pub struct ReadBudget {
     /// The last reads' durations, the latest at `(timed - 1) % KEPT`.
     took: [Duration; KEPT],
     timed: usize,
-    last_read: Option<Instant>,
-    /// The time between reads, worked out once per read (a scrape only compares with it).
+    /// When the next read is due: one interval after the last was due.
+    next_due: Option<Instant>,
+    /// The time between reads, worked out once per read (a scrape only compares with it),
+    /// and the one it was last set to.
     interval: Duration,
+    set: bool,
     /// The interval last written to the log (said when it first spaces reads, and whenever
     /// it doubles or halves).
     said: Duration,
@@ -52,8 +69,9 @@ impl ReadBudget {
             min_interval,
             took: [Duration::ZERO; KEPT],
             timed: 0,
-            last_read: None,
+            next_due: None,
             interval: min_interval,
+            set: false,
             said: Duration::ZERO,
         }
     }
@@ -79,8 +97,7 @@ impl ReadBudget {
 
     /// Whether a read is due at `now`.
     pub fn due(&self, now: Instant) -> bool {
-        self.last_read
-            .is_none_or(|t| now.saturating_duration_since(t) >= self.interval)
+        self.next_due.is_none_or(|t| now >= t)
     }
 
     /// A read that started at `at` and took `took`. Returns the new interval when the log
@@ -89,8 +106,17 @@ impl ReadBudget {
     pub fn read(&mut self, at: Instant, took: Duration) -> Option<Duration> {
         self.took[self.timed % KEPT] = took;
         self.timed += 1;
-        self.last_read = Some(at);
-        self.interval = self.spaced();
+        let spaced = self.spaced();
+        let (now, was) = (spaced.as_secs_f64(), self.interval.as_secs_f64());
+        if !self.set || now > was * BAND || now * BAND < was {
+            self.interval = spaced;
+            self.set = true;
+        }
+        // On schedule from when the last read was due; from this read where the schedule
+        // has fallen more than an interval behind (no scrape came for a while), so that
+        // missed reads are not made up in a burst.
+        let next = self.next_due.map_or(at, |t| t + self.interval);
+        self.next_due = Some(if next <= at { at + self.interval } else { next });
         let now = self.interval;
         let first = self.said.is_zero() && now > Duration::from_millis(100);
         let moved = !self.said.is_zero() && (now >= self.said * 2 || now * 2 <= self.said);
@@ -140,6 +166,69 @@ mod tests {
             assert_eq!(b.read(t0 + MS * 150 * k, took), None);
             assert_eq!(b.interval(), MS * 150, "read {k}");
         }
+    }
+
+    /// Scrapes every 100 ms from `t0` for `secs`, reading when due at `cost(i)` the i-th
+    /// read; the reads made in each second.
+    fn scraped(
+        b: &mut ReadBudget,
+        t0: Instant,
+        secs: u32,
+        cost: impl Fn(u32) -> Duration,
+    ) -> Vec<u32> {
+        let mut per_second = vec![0; secs as usize];
+        let mut reads = 0;
+        for k in 0..secs * 10 {
+            let at = t0 + MS * 100 * k;
+            if b.due(at) {
+                b.read(at, cost(reads));
+                reads += 1;
+                per_second[(k / 10) as usize] += 1;
+            }
+        }
+        per_second
+    }
+
+    #[test]
+    fn reads_keep_one_rhythm_while_their_cost_wanders_within_the_band() {
+        let t0 = Instant::now();
+        let mut b = ReadBudget::new(0.5, Duration::ZERO);
+        // 0.9 to 1.1 ms a read at 0.5 % of a core: 180 to 220 ms, either side of two scrapes.
+        let wander = |i: u32| Duration::from_micros([900, 1100, 1000, 1050, 950][i as usize % 5]);
+        let per_second = scraped(&mut b, t0, 60, wander);
+        assert_eq!(
+            b.interval(),
+            MS * 180,
+            "set by the first read, kept within the band"
+        );
+        // On schedule, not after each read: 1000 / 180 reads a second on average, the same
+        // every second within one read (a read after each scrape that found the last due
+        // would make them every 200 ms, five a second, or 300 ms, three).
+        let total: u32 = per_second.iter().sum();
+        assert!((332..=334).contains(&total), "{total} reads in 60 s");
+        assert!(
+            per_second.iter().all(|n| (5..=6).contains(n)),
+            "{per_second:?}"
+        );
+        // A cost out of the band (twice as high) moves it, once.
+        let per_second = scraped(&mut b, t0 + MS * 60_000, 10, |_| MS * 2);
+        assert_eq!(b.interval(), MS * 400);
+        assert!(
+            per_second[5..].iter().all(|n| (2..=3).contains(n)),
+            "{per_second:?}"
+        );
+    }
+
+    #[test]
+    fn a_schedule_left_behind_is_not_made_up_in_a_burst() {
+        let t0 = Instant::now();
+        let mut b = ReadBudget::new(0.5, Duration::ZERO);
+        b.read(t0, MS * 3 / 4); // every 150 ms
+                                // No scrape for ten seconds: one read is due, and the next an interval after it.
+        let later = t0 + MS * 10_000;
+        assert!(b.due(later));
+        b.read(later, MS * 3 / 4);
+        assert!(!b.due(later + MS * 100) && b.due(later + MS * 150));
     }
 
     #[test]
