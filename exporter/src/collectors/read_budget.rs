@@ -48,9 +48,11 @@ pub struct ReadBudget {
     timed: usize,
     /// When the next read is due: one interval after the last was due.
     next_due: Option<Instant>,
-    /// The time between reads, worked out once per read (a scrape only compares with it),
-    /// and the one it was last set to.
+    /// The time between reads: set by the first read from its cost, and again by a read
+    /// whose median cost has left the band around the one that set it (a scrape only
+    /// compares with it).
     interval: Duration,
+    /// Whether a read has set `interval` (before one, it is the least interval).
     set: bool,
     /// The interval last written to the log (said when it first spaces reads, and whenever
     /// it doubles or halves).
