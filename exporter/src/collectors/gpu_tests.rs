@@ -11,13 +11,15 @@ impl GpuSource for Replay {
     }
 }
 
+/// The samples of a recorded fixture, `exporter/tests/fixtures/nvml/NAME`.
+fn recorded(name: &str) -> Vec<GpuSample> {
+    let p = format!("{}/tests/fixtures/nvml/{name}", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
 #[test]
 fn replayed_samples_go_through_the_collector() {
-    let p = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/nvml/t4-1gpu.json"
-    );
-    let gpus: Vec<GpuSample> = serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+    let gpus = recorded("t4-1gpu.json");
     let mut c = GpuCollector::with_source(Box::new(Replay(gpus.clone())));
     let mut out = Scrape::new();
     c.update(&mut out).unwrap();
@@ -84,11 +86,7 @@ fn a_page_that_sums_the_counters_asks_for_the_totals_and_serves_the_same_sums() 
     use crate::collectors::test_util::samples;
     use crate::scrape::Page;
     use std::sync::Arc;
-    let p = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/nvml/a100-sxm4-2gpu.json"
-    );
-    let gpus: Vec<GpuSample> = serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+    let gpus = recorded("a100-sxm4-2gpu.json");
     assert!(gpus
         .iter()
         .all(|g| !g.ecc.is_empty() && !g.nvlinks.is_empty()));
