@@ -245,8 +245,8 @@ impl Service {
                         if let Some(r) = self.reports.as_mut() {
                             r.window(&w);
                         }
-                        if let Some(ev) = w.event {
-                            self.on_event(*ev);
+                        for ev in w.events {
+                            self.on_event(ev);
                         }
                     }
                 }

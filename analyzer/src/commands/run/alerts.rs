@@ -139,6 +139,7 @@ mod tests {
             summary: claim.into(),
             description: claim.into(),
             detectors: "zscore, pca".into(),
+            leads: Vec::new(),
         }
     }
 

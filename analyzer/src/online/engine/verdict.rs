@@ -195,7 +195,7 @@ pub(super) fn score_window(
         host: host.to_string(),
         end_ms,
         agreement: flagged.len() as u32,
-        event: None,
+        events: Vec::new(),
         scores: verdict.scores,
         detectors: flagged,
         subsystems,
