@@ -30,6 +30,7 @@ use std::time::Instant;
 
 use prometheus_client::registry::Registry;
 use reveal_analyzer::config::Config;
+use reveal_analyzer::core::episodes::tracker::Event;
 use reveal_analyzer::http::HttpClient;
 use reveal_analyzer::ingest::promapi::PromClient;
 use reveal_analyzer::ingest::prometheus::PrometheusSource;
@@ -200,7 +201,7 @@ async fn main() -> anyhow::Result<()> {
         for m in &got {
             for o in engine.process(m, after, target, &metrics) {
                 if let Outcome::Scored(w) = o {
-                    if let Some(ep) = w.opened() {
+                    if let Some(Event::Opened(ep)) = w.event.as_deref() {
                         opened.push((ep.instance.clone(), ep.start_ms, ep.subsystems.clone()));
                     }
                 }

@@ -16,6 +16,7 @@ use std::time::Instant;
 
 use prometheus_client::registry::Registry;
 use reveal_analyzer::config::AnalysisConfig;
+use reveal_analyzer::core::episodes::tracker::Event;
 use reveal_analyzer::core::families::FamilyParams;
 use reveal_analyzer::core::pipeline::AnalyzeParams;
 use reveal_analyzer::online::analyze::analyze_host;
@@ -138,7 +139,7 @@ fn main() {
             pass_ms.push(t.elapsed().as_secs_f64() * 1000.0);
             for o in out {
                 if let Outcome::Scored(w) = o {
-                    if let Some(ep) = w.opened() {
+                    if let Some(Event::Opened(ep)) = w.event.as_deref() {
                         opened.push((w.end_ms, ep.subsystem.clone()));
                         if w.end_ms < quiet_end {
                             false_alerts.push(format!("{} {}", (w.end_ms - T0) / 1000, ep.summary));

@@ -59,21 +59,12 @@ pub struct WindowScore {
     /// flagging detectors that cite each, its share, z, value and (offline) baseline.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub evidence: Vec<crate::core::episodes::Evidence>,
-    /// What the window did to the host's episode: opened, extended or closed it, or closed it
-    /// and opened the next (a second cause).
+    /// What the window did to the host's episode: opened, extended or closed it.
     #[serde(skip)]
-    pub events: Vec<tracker::Event>,
+    pub event: Option<Box<tracker::Event>>,
 }
 
 impl WindowScore {
-    /// The episode this window opened, if it opened one.
-    pub fn opened(&self) -> Option<&crate::core::episodes::OpenEpisode> {
-        self.events.iter().find_map(|e| match e {
-            tracker::Event::Opened(ep) => Some(ep),
-            _ => None,
-        })
-    }
-
     pub fn verdict(&self) -> tracker::Verdict {
         tracker::Verdict {
             instance: self.host.clone(),
@@ -87,10 +78,6 @@ impl WindowScore {
             description: self.description.clone(),
             claims: self.claims.clone(),
             hints: self.hints.clone(),
-            lead: self
-                .evidence
-                .first()
-                .map(|e| (e.subsystem.as_str().to_string(), e.channel.clone())),
         }
     }
 }

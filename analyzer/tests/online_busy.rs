@@ -56,24 +56,23 @@ fn faults_on_a_busy_host_open_one_episode_each_that_ends_with_the_fault() {
     while after < until {
         for o in engine.process(&m, after, (after + chunk).min(until), &metrics) {
             let Outcome::Scored(w) = o else { continue };
-            for ev in &w.events {
-                match ev {
-                    Event::Opened(ep) => episodes.push(Ep {
-                        opened_ms: w.end_ms,
-                        closed_ms: None,
-                        subsystems: ep.subsystems.clone(),
-                    }),
-                    Event::Extended(ep) => {
-                        if let Some(last) = episodes.last_mut() {
-                            last.subsystems = ep.subsystems.clone();
-                        }
-                    }
-                    Event::Closed(_) => {
-                        if let Some(last) = episodes.last_mut() {
-                            last.closed_ms = Some(w.end_ms);
-                        }
+            match w.event.as_deref() {
+                Some(Event::Opened(ep)) => episodes.push(Ep {
+                    opened_ms: w.end_ms,
+                    closed_ms: None,
+                    subsystems: ep.subsystems.clone(),
+                }),
+                Some(Event::Extended(ep)) => {
+                    if let Some(last) = episodes.last_mut() {
+                        last.subsystems = ep.subsystems.clone();
                     }
                 }
+                Some(Event::Closed(_)) => {
+                    if let Some(last) = episodes.last_mut() {
+                        last.closed_ms = Some(w.end_ms);
+                    }
+                }
+                None => {}
             }
             scored.push(w);
         }

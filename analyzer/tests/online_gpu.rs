@@ -55,20 +55,19 @@ fn a_gpu_power_cap_is_alerted_on_the_gpu_and_a_moved_thread_is_not() {
     while after < until {
         for o in engine.process(&m, after, (after + chunk).min(until), &metrics) {
             let Outcome::Scored(w) = o else { continue };
-            for ev in &w.events {
-                match ev {
-                    Event::Opened(ep) => episodes.push((w.end_ms, None, ep.clone())),
-                    Event::Extended(ep) => {
-                        if let Some(last) = episodes.last_mut() {
-                            last.2 = ep.clone();
-                        }
-                    }
-                    Event::Closed(_) => {
-                        if let Some(last) = episodes.last_mut() {
-                            last.1 = Some(w.end_ms);
-                        }
+            match w.event.as_deref() {
+                Some(Event::Opened(ep)) => episodes.push((w.end_ms, None, ep.clone())),
+                Some(Event::Extended(ep)) => {
+                    if let Some(last) = episodes.last_mut() {
+                        last.2 = ep.clone();
                     }
                 }
+                Some(Event::Closed(_)) => {
+                    if let Some(last) = episodes.last_mut() {
+                        last.1 = Some(w.end_ms);
+                    }
+                }
+                None => {}
             }
             scored.push(w);
         }

@@ -11,6 +11,7 @@
 
 use prometheus_client::registry::Registry;
 use reveal_analyzer::config::AnalysisConfig;
+use reveal_analyzer::core::episodes::tracker::Event;
 use reveal_analyzer::core::pipeline::AnalyzeParams;
 use reveal_analyzer::online::analyze::analyze_host;
 use reveal_analyzer::online::{Engine, EngineParams, Outcome};
@@ -98,7 +99,7 @@ fn the_service_alerts_on_each_device_fault_and_names_the_device() {
         }
         for o in outcomes {
             let Outcome::Scored(w) = o else { continue };
-            if let Some(ep) = w.opened() {
+            if let Some(Event::Opened(ep)) = w.event.as_deref() {
                 opened.push((w.end_ms, ep.subsystem.clone()));
                 if w.end_ms < quiet_end {
                     false_alerts.push(ep.summary.clone());

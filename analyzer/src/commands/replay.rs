@@ -304,31 +304,29 @@ pub async fn run(args: ReplayArgs) -> anyhow::Result<()> {
                 ),
                 Outcome::Scored(w) => {
                     let host_alerted = alerted.entry(w.host.clone()).or_default();
-                    for ev in &w.events {
-                        let event = match ev {
-                            Event::Opened(ep) => {
-                                *host_alerted = ep.subsystems.clone();
-                                Some(("open", ep))
-                            }
-                            Event::Extended(ep) if ep.subsystems.len() > host_alerted.len() => {
-                                *host_alerted = ep.subsystems.clone();
-                                Some(("join", ep))
-                            }
-                            Event::Closed(ep) => {
-                                host_alerted.clear();
-                                Some(("close", ep))
-                            }
-                            _ => None,
-                        };
-                        if let Some((event, episode)) = event {
-                            let line = Line::Episode {
-                                event,
-                                host: &w.host,
-                                at_ms: w.end_ms,
-                                episode,
-                            };
-                            emit(&line, args.json);
+                    let event = match w.event.as_deref() {
+                        Some(Event::Opened(ep)) => {
+                            *host_alerted = ep.subsystems.clone();
+                            Some(("open", ep))
                         }
+                        Some(Event::Extended(ep)) if ep.subsystems.len() > host_alerted.len() => {
+                            *host_alerted = ep.subsystems.clone();
+                            Some(("join", ep))
+                        }
+                        Some(Event::Closed(ep)) => {
+                            host_alerted.clear();
+                            Some(("close", ep))
+                        }
+                        _ => None,
+                    };
+                    if let Some((event, episode)) = event {
+                        let line = Line::Episode {
+                            event,
+                            host: &w.host,
+                            at_ms: w.end_ms,
+                            episode,
+                        };
+                        emit(&line, args.json);
                     }
                     emit(&Line::Window(&w), args.json);
                 }
@@ -429,7 +427,6 @@ mod tests {
             summary: "s".into(),
             description: "d".into(),
             detectors: "zscore,pca".into(),
-            leads: vec!["reveal_cpu_busy".into()],
         };
         let line = Line::Episode {
             event: "open",

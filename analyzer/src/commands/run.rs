@@ -245,8 +245,8 @@ impl Service {
                         if let Some(r) = self.reports.as_mut() {
                             r.window(&w);
                         }
-                        for ev in w.events {
-                            self.on_event(ev);
+                        if let Some(ev) = w.event {
+                            self.on_event(*ev);
                         }
                     }
                 }

@@ -81,10 +81,6 @@ pub struct OpenEpisode {
     pub summary: String,
     pub description: String,
     pub detectors: String,
-    /// Channels (or devices) that led one of its windows: a run of clear windows led by
-    /// others is a second cause, and a new episode (`tracker`).
-    #[serde(default)]
-    pub leads: Vec<String>,
 }
 
 /// One incident on one host.

@@ -485,14 +485,12 @@ impl Engine {
             let change = observe_regime(host, &self.params, win.end_ms, flagged, &row);
             host.ring.push(win.end_ms, &row, flagged, false);
             trim(host, &self.params, win.end_ms);
-            score.events = self.tracker.observe(score.verdict());
-            for ev in &score.events {
-                if let Event::Opened(ep) | Event::Extended(ep) = ev {
-                    // The episode's windows stay out of the baseline: a fault is not learned
-                    // as the host's normal.
-                    host.ring
-                        .mark_alerted(ep.start_ms + w.window_ms, ep.last_flagged_ms);
-                }
+            score.event = self.tracker.observe(score.verdict()).map(Box::new);
+            if let Some(Event::Opened(ep) | Event::Extended(ep)) = score.event.as_deref() {
+                // The episode's windows stay out of the baseline: a fault is not learned
+                // as the host's normal.
+                host.ring
+                    .mark_alerted(ep.start_ms + w.window_ms, ep.last_flagged_ms);
             }
             if let Some(c) = change {
                 let until = win.end_ms + LEFT_OUT_MS;

@@ -176,7 +176,6 @@ mod tests {
             summary: "s".into(),
             description: "d".into(),
             detectors: "zscore,pca".into(),
-            leads: Vec::new(),
         });
         c
     }

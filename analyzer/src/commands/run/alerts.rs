@@ -139,7 +139,6 @@ mod tests {
             summary: claim.into(),
             description: claim.into(),
             detectors: "zscore, pca".into(),
-            leads: Vec::new(),
         }
     }
 

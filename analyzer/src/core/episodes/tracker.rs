@@ -11,15 +11,6 @@
 //! I/O wait lasts a few seconds, and is in at most six or seven windows) before it becomes an
 //! alert. The episode extends while windows keep counting, and closes after `close_after`
 //! windows in a row that do not.
-//!
-//! A second cause inside an open episode is an incident of its own: when as many windows in a
-//! row as open an episode are clear and each is led by a channel of an alerted subsystem that
-//! led none of the episode's windows (a memory hog that begins while an alert on a
-//! write-back's dirty pages is still open), the episode closes at its last window before them
-//! and a new one opens from them, so the new cause gets its own alert instead of extending one
-//! that was about something else. A lead that only wanders among the channels the episode
-//! already named does not split it, and a subsystem not yet alerted on joins the episode
-//! instead (below).
 
 use std::collections::BTreeMap;
 
@@ -60,8 +51,6 @@ pub struct Verdict {
     pub claims: Vec<(String, String)>,
     /// (subsystem, remediation hint of its strongest claim), where there is one.
     pub hints: Vec<(String, String)>,
-    /// The subsystem and channel (or device) of the window's leading evidence.
-    pub lead: Option<(String, String)>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -81,9 +70,6 @@ struct HostState {
     /// A subsystem not yet alerted on that was the heaviest of the open episode's last
     /// flagged windows, and in how many of them in a row.
     joining: Option<(String, u32)>,
-    /// Clear windows in a row led by a channel none of the open episode's windows led (a
-    /// second cause, module docs), held out of the episode until the run decides.
-    fresh: Vec<Verdict>,
 }
 
 /// Share of an episode's attribution (over its opening windows) from which a subsystem gets
@@ -157,7 +143,6 @@ impl Tracker {
         h.pending.clear();
         h.quiet = 0;
         h.joining = None;
-        h.fresh.clear();
         h.open.take().map(Event::Closed)
     }
 
@@ -166,156 +151,88 @@ impl Tracker {
         self.hosts.remove(instance);
     }
 
-    /// Feeds one window (windows of a host in time order) and says what changed: nothing, an
-    /// episode opened, extended or closed, or one closed and the next opened (a second cause).
-    pub fn observe(&mut self, v: Verdict) -> Vec<Event> {
+    /// Feeds one window (windows of a host in time order) and says what changed.
+    pub fn observe(&mut self, v: Verdict) -> Option<Event> {
         let p = self.params;
         let flagged = v.agreement >= p.min_agreement.max(1);
         let h = self.hosts.entry(v.instance.clone()).or_default();
         if let Some(ep) = h.open.as_mut() {
             if v.end_ms <= ep.last_flagged_ms {
-                return Vec::new(); // already seen (a restart re-analyzing an overlap)
+                return None; // already seen (a restart re-analyzing an overlap)
             }
-            if !flagged {
-                // A run of new leads that ended before it made a second cause was the
-                // episode's own.
-                let held = settle_fresh(ep, &mut h.joining, &p, &mut h.fresh);
-                h.quiet += 1;
-                h.joining = None;
-                if h.quiet >= p.close_after.max(1) {
-                    h.quiet = 0;
-                    return h.open.take().map(Event::Closed).into_iter().collect();
+            if flagged {
+                h.quiet = 0;
+                ep.last_flagged_ms = v.end_ms;
+                let sev = severity(v.agreement, v.strength);
+                if v.agreement >= ep.peak_agreement || rank(sev) > rank(&ep.severity) {
+                    ep.peak_agreement = ep.peak_agreement.max(v.agreement);
+                    if rank(sev) >= rank(&ep.severity) {
+                        ep.severity = sev.to_string();
+                    }
+                    ep.summary = v.summary;
+                    ep.description = v.description;
+                    ep.detectors = v.detectors.join(",");
+                    for (sub, claim) in &v.claims {
+                        if ep.subsystems.contains(sub) {
+                            set_claim(ep, &v.hints, sub, claim);
+                        }
+                    }
                 }
-                return if held {
-                    vec![Event::Extended(ep.clone())]
-                } else {
-                    Vec::new()
+                // A subsystem the fault reaches later (a write burst first seen as I/O wait)
+                // joins the episode's alerts once it is the heaviest for as many windows in a
+                // row as an episode needs to open.
+                let heaviest = v
+                    .subsystems
+                    .iter()
+                    .filter(|(_, s)| s.is_finite() && *s > 0.0)
+                    .max_by(|a, b| a.1.total_cmp(&b.1))
+                    .map(|(s, _)| s.clone());
+                h.joining = match (heaviest, h.joining.take()) {
+                    (Some(s), _) if ep.subsystems.contains(&s) => None,
+                    (Some(s), Some((j, n))) if s == j => Some((j, n + 1)),
+                    (Some(s), _) => Some((s, 1)),
+                    (None, _) => None,
                 };
-            }
-            h.quiet = 0;
-            // An episode restored from an older checkpoint has no leads yet: its windows
-            // from now on name them.
-            let fresh = is_clear(&p, &v)
-                && !ep.leads.is_empty()
-                && v.lead
-                    .as_ref()
-                    .is_some_and(|(sub, l)| ep.subsystems.contains(sub) && !ep.leads.contains(l));
-            if fresh {
-                // Held out of the episode until the run decides whose windows they are.
-                h.fresh.push(v);
-                if (h.fresh.len() as u32) < p.open_after.max(1) {
-                    return Vec::new();
+                if let Some((s, n)) = &h.joining {
+                    if *n >= p.open_after.max(1) {
+                        if let Some((_, claim)) = v.claims.iter().find(|(c, _)| c == s) {
+                            set_claim(ep, &v.hints, s, claim);
+                        }
+                        ep.subsystems.push(s.clone());
+                        h.joining = None;
+                    }
                 }
-                let old = h.open.take().expect("open episode");
-                let next = open_episode(&std::mem::take(&mut h.fresh), p.window_ms);
-                h.joining = None;
-                h.open = Some(next.clone());
-                return vec![Event::Closed(old), Event::Opened(next)];
+                return Some(Event::Extended(ep.clone()));
             }
-            settle_fresh(ep, &mut h.joining, &p, &mut h.fresh);
-            add_lead(ep, &v);
-            extend(ep, &mut h.joining, &p, v);
-            return vec![Event::Extended(ep.clone())];
+            h.quiet += 1;
+            h.joining = None;
+            if h.quiet >= p.close_after.max(1) {
+                h.quiet = 0;
+                return h.open.take().map(Event::Closed);
+            }
+            return None;
         }
         if !flagged {
             h.pending.clear();
-            return Vec::new();
+            return None;
         }
         h.pending.push(v);
         let n = h.pending.len() as u32;
         let open_after = p.open_after.max(1);
-        let clear_run = n >= open_after
-            && h.pending[(n - open_after) as usize..]
-                .iter()
-                .all(|w| is_clear(&p, w));
+        // Clear: one detector far above its bar, or a critical window (every detector agrees,
+        // or two do at STRONG): such evidence does not wait out the confirmation.
+        let clear = |w: &Verdict| {
+            w.ratios.iter().any(|r| *r >= p.clear)
+                || rank(severity(w.agreement, w.strength)) == rank("critical")
+        };
+        let clear_run = n >= open_after && h.pending[(n - open_after) as usize..].iter().all(clear);
         if !clear_run && n < p.confirm_after.max(open_after) {
-            return Vec::new();
+            return None;
         }
         let pending = std::mem::take(&mut h.pending);
         let ep = open_episode(&pending, p.window_ms);
         h.open = Some(ep.clone());
-        vec![Event::Opened(ep)]
-    }
-}
-
-/// Clear: one detector far above its bar, or a critical window (every detector agrees, or
-/// two do at [`STRONG`]): such evidence does not wait out the confirmation.
-fn is_clear(p: &TrackerParams, w: &Verdict) -> bool {
-    w.ratios.iter().any(|r| *r >= p.clear)
-        || rank(severity(w.agreement, w.strength)) == rank("critical")
-}
-
-/// A run of windows led by new channels that ended before it made a second episode extends
-/// the episode (their leads are its own from now on); says whether there was one.
-fn settle_fresh(
-    ep: &mut OpenEpisode,
-    joining: &mut Option<(String, u32)>,
-    p: &TrackerParams,
-    fresh: &mut Vec<Verdict>,
-) -> bool {
-    let held = !fresh.is_empty();
-    for w in fresh.drain(..) {
-        add_lead(ep, &w);
-        extend(ep, joining, p, w);
-    }
-    held
-}
-
-fn add_lead(ep: &mut OpenEpisode, w: &Verdict) {
-    if let Some((_, l)) = &w.lead {
-        if !ep.leads.contains(l) {
-            ep.leads.push(l.clone());
-        }
-    }
-}
-
-/// A flagged window extends the open episode: its severity, its claims, and a subsystem that
-/// joins.
-fn extend(
-    ep: &mut OpenEpisode,
-    joining: &mut Option<(String, u32)>,
-    p: &TrackerParams,
-    v: Verdict,
-) {
-    ep.last_flagged_ms = v.end_ms;
-    let sev = severity(v.agreement, v.strength);
-    if v.agreement >= ep.peak_agreement || rank(sev) > rank(&ep.severity) {
-        ep.peak_agreement = ep.peak_agreement.max(v.agreement);
-        if rank(sev) >= rank(&ep.severity) {
-            ep.severity = sev.to_string();
-        }
-        ep.summary = v.summary;
-        ep.description = v.description;
-        ep.detectors = v.detectors.join(",");
-        for (sub, claim) in &v.claims {
-            if ep.subsystems.contains(sub) {
-                set_claim(ep, &v.hints, sub, claim);
-            }
-        }
-    }
-    // A subsystem the fault reaches later (a write burst first seen as I/O wait) joins the
-    // episode's alerts once it is the heaviest for as many windows in a row as an episode
-    // needs to open.
-    let heaviest = v
-        .subsystems
-        .iter()
-        .filter(|(_, s)| s.is_finite() && *s > 0.0)
-        .max_by(|a, b| a.1.total_cmp(&b.1))
-        .map(|(s, _)| s.clone());
-    *joining = match (heaviest, joining.take()) {
-        (Some(s), _) if ep.subsystems.contains(&s) => None,
-        (Some(s), Some((j, n))) if s == j => Some((j, n + 1)),
-        (Some(s), _) => Some((s, 1)),
-        (None, _) => None,
-    };
-    if let Some((s, n)) = joining {
-        if *n >= p.open_after.max(1) {
-            if let Some((_, claim)) = v.claims.iter().find(|(c, _)| c == s) {
-                set_claim(ep, &v.hints, s, claim);
-            }
-            ep.subsystems.push(s.clone());
-            *joining = None;
-        }
+        Some(Event::Opened(ep))
     }
 }
 
@@ -363,12 +280,6 @@ fn open_episode(windows: &[Verdict], window_ms: i64) -> OpenEpisode {
             }
         }
     }
-    let mut leads: Vec<String> = Vec::new();
-    for (_, l) in windows.iter().filter_map(|w| w.lead.as_ref()) {
-        if !leads.contains(l) {
-            leads.push(l.clone());
-        }
-    }
     let start_ms = first.end_ms - window_ms;
     OpenEpisode {
         id: format!("{}@{start_ms}", first.instance),
@@ -389,7 +300,6 @@ fn open_episode(windows: &[Verdict], window_ms: i64) -> OpenEpisode {
         summary: best.summary.clone(),
         description: best.description.clone(),
         detectors: best.detectors.join(","),
-        leads,
     }
 }
 
@@ -434,27 +344,16 @@ mod tests {
             description: String::new(),
             claims: vec![(sub.into(), format!("{sub} claim {end_s}"))],
             hints: vec![(sub.into(), format!("{sub} hint {end_s}"))],
-            lead: None,
-        }
-    }
-
-    /// A window of `sub` led by `channel`.
-    fn led(end_s: i64, agreement: u32, sub: &str, channel: &str) -> Verdict {
-        Verdict {
-            lead: Some((sub.into(), channel.into())),
-            ..v(end_s, agreement, sub)
         }
     }
 
     fn kinds(t: &mut Tracker, vs: Vec<Verdict>) -> Vec<&'static str> {
         vs.into_iter()
-            .map(|x| match t.observe(x)[..] {
-                [] => "-",
-                [Event::Opened(_)] => "open",
-                [Event::Extended(_)] => "ext",
-                [Event::Closed(_)] => "close",
-                [Event::Closed(_), Event::Opened(_)] => "close+open",
-                ref other => panic!("{other:?}"),
+            .map(|x| match t.observe(x) {
+                None => "-",
+                Some(Event::Opened(_)) => "open",
+                Some(Event::Extended(_)) => "ext",
+                Some(Event::Closed(_)) => "close",
             })
             .collect()
     }
@@ -591,7 +490,7 @@ mod tests {
             v(6, 1, ""),
             v(7, 0, ""),
         ];
-        let got: Vec<_> = seq.into_iter().flat_map(|x| t.observe(x)).collect();
+        let got: Vec<_> = seq.into_iter().filter_map(|x| t.observe(x)).collect();
         match got.last() {
             Some(Event::Closed(ep)) => {
                 assert_eq!(ep.last_flagged_ms, 4000);
@@ -625,8 +524,8 @@ mod tests {
         let mut b = v(2, 2, "cpu");
         b.subsystems = vec![("cpu".into(), 0.1), ("storage".into(), 0.9)];
         t.observe(a);
-        match &t.observe(b)[..] {
-            [Event::Opened(ep)] => {
+        match t.observe(b) {
+            Some(Event::Opened(ep)) => {
                 assert_eq!(ep.subsystem, "storage");
                 // cpu holds 0.5 of 2.0 (25%): it is alerted on too, storage first.
                 assert_eq!(ep.subsystems, ["storage", "cpu"]);
@@ -671,77 +570,5 @@ mod tests {
         let ep = &t.open()[0];
         assert_eq!(ep.claims["cpu"], "cpu claim 3");
         assert!(ep.hints.is_empty(), "{:?}", ep.hints);
-    }
-
-    #[test]
-    fn a_second_cause_in_an_alerted_subsystem_is_an_episode_of_its_own() {
-        // Clear windows (every flag is 1.5 times its bar, `clear` 1.0): a run of two opens.
-        let mut t = Tracker::new(P);
-        let dirty = |s| led(s, 2, "memory", "dirty");
-        let hog = |s| led(s, 3, "memory", "anon");
-        assert_eq!(
-            kinds(&mut t, vec![dirty(1), dirty(2), dirty(3)]),
-            ["-", "open", "ext"]
-        );
-        let first = t.open()[0].id.clone();
-        // One window led by a new channel is not yet a new cause; two in a row are. The old
-        // episode ends at its last window before them, and the new one is dated from them.
-        assert!(t.observe(hog(4)).is_empty(), "held until the run decides");
-        match &t.observe(hog(5))[..] {
-            [Event::Closed(old), Event::Opened(new)] => {
-                assert_eq!(old.id, first);
-                assert_eq!(old.last_flagged_ms, 3000);
-                assert_eq!(
-                    old.severity, "warning",
-                    "the new cause's windows are not the old one's"
-                );
-                assert_eq!(new.start_ms, 4000 - P.window_ms);
-                assert_eq!(new.leads, ["anon"]);
-                assert_eq!(new.subsystems, ["memory"]);
-                assert_eq!(new.severity, "critical");
-            }
-            other => panic!("{other:?}"),
-        }
-        assert_eq!(kinds(&mut t, vec![hog(6)]), ["ext"]);
-    }
-
-    #[test]
-    fn a_lead_that_wanders_among_named_channels_or_breaks_off_does_not_split() {
-        let mut t = Tracker::new(P);
-        let w = |s, ch| led(s, 2, "cpu", ch);
-        let _ = kinds(&mut t, vec![w(1, "user"), w(2, "runq")]);
-        // Back and forth between the channels it named, and a new one for one window at a
-        // time: one episode.
-        let seq = vec![
-            w(3, "runq"),
-            w(4, "user"),
-            w(5, "steal"),
-            w(6, "user"),
-            w(7, "steal"),
-        ];
-        assert_eq!(kinds(&mut t, seq), ["ext", "ext", "-", "ext", "ext"]);
-        assert_eq!(t.open()[0].leads, ["user", "runq", "steal"]);
-        assert_eq!(t.open()[0].last_flagged_ms, 7000);
-        // A new lead's window held when the episode goes quiet is still the episode's.
-        let quiet = |s| v(s, 0, "cpu");
-        assert_eq!(kinds(&mut t, vec![w(8, "irq"), quiet(9)]), ["-", "ext"]);
-        assert_eq!(t.open()[0].last_flagged_ms, 8000);
-        // Marginal windows led by a new channel extend the episode: a second cause must be
-        // as clear as an episode that opens without waiting.
-        let marginal = |s| Verdict {
-            ratios: vec![0.5; 3],
-            agreement: 2,
-            strength: 0.5,
-            ..led(s, 2, "cpu", "softirq")
-        };
-        assert_eq!(
-            kinds(&mut t, vec![marginal(10), marginal(11), marginal(12)]),
-            ["ext"; 3]
-        );
-        // A new subsystem joins the episode's alerts instead.
-        let io = |s| led(s, 2, "storage", "busy");
-        assert_eq!(kinds(&mut t, vec![io(13), io(14)]), ["ext", "ext"]);
-        assert_eq!(t.open()[0].subsystems, ["cpu", "storage"]);
-        assert_eq!(t.open().len(), 1);
     }
 }

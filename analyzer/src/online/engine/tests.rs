@@ -456,7 +456,7 @@ fn a_fault_is_not_learned_and_alerts_again_when_it_comes_back() {
                     .find(|(d, _)| *d == "zscore")
                     .map_or(0.0, |s| s.1);
                 peak[k as usize] = peak[k as usize].max(z);
-                if let Some(ep) = w.opened() {
+                if let Some(Event::Opened(ep)) = w.event.as_deref() {
                     opened.push((k, (w.end_ms - from) / 1000, ep.subsystem.clone()));
                 }
             }
@@ -540,7 +540,7 @@ fn a_host_that_stops_sending_ends_its_episode_then_is_forgotten() {
     let live = host(t0 - 3_000, 15, t0 + 2_000..t0 + 20_000, &mut seed);
     let opened = scored(&e.process(&live, t0, t0 + 12_000, &metrics))
         .iter()
-        .any(|w| w.opened().is_some());
+        .any(|w| matches!(w.event.as_deref(), Some(Event::Opened(_))));
     assert!(opened, "the burst opened an episode");
     assert_eq!(e.open_episodes().len(), 1);
     assert_eq!(e.sweep(t0 + 12_000).silent, 0, "seen in the latest pass");
@@ -599,7 +599,6 @@ fn an_episode_restored_for_a_host_that_never_returns_ends() {
         summary: String::new(),
         description: String::new(),
         detectors: "zscore,pca".into(),
-        leads: Vec::new(),
     };
     e.restore_episodes(&[ep]);
     let s = e.sweep(10_000);
@@ -727,7 +726,7 @@ fn a_background_refit_scores_with_the_old_model_until_the_new_one_lands() {
     }
     let opened = |w: &[&WindowScore]| {
         w.iter()
-            .filter(|w| w.opened().is_some())
+            .filter(|w| matches!(w.event.as_deref(), Some(Event::Opened(_))))
             .map(|w| w.end_ms - t0)
             .collect::<Vec<_>>()
     };

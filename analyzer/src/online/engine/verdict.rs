@@ -195,7 +195,7 @@ pub(super) fn score_window(
         host: host.to_string(),
         end_ms,
         agreement: flagged.len() as u32,
-        events: Vec::new(),
+        event: None,
         scores: verdict.scores,
         detectors: flagged,
         subsystems,
