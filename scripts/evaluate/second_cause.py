@@ -22,9 +22,10 @@ the run as it was, then the same for each ordered pair of faults laid one inside
 produce at will. Standard library only.
 """
 
-import argparse
 import json
 import os
+
+from cli import live_faults, parser
 
 MIN_AGREEMENT, OPEN_AFTER, CONFIRM_AFTER, CLEAR, CLOSE_AFTER, STRONG = 2, 4, 8, 3.0, 5, 3.0
 ALERT_SHARE, NAMED = 0.25, 5
@@ -131,7 +132,7 @@ def episodes(ws, variant):
     return out
 
 
-def nested(ws, faults, first, second, lag_ms, pre_ms=5000, post_ms=40000):
+def nested(ws, first, second, lag_ms, pre_ms=5000, post_ms=40000):
     """The windows of `first`, with those of `second` laid from `lag_ms` after its start."""
     def part(f):
         a, b = f["start_ms"] - pre_ms, f["end_ms"] + post_ms
@@ -146,15 +147,14 @@ def nested(ws, faults, first, second, lag_ms, pre_ms=5000, post_ms=40000):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = parser(__doc__)
     ap.add_argument("run", metavar="RUN_DIR", help="a finished scripts/evaluate.sh run")
     ap.add_argument("analyzer", metavar="ANALYZER", help="one of its analyzers (analyzers/NAME)")
     args = ap.parse_args()
     ws = load(os.path.join(args.run, "analyzers", args.analyzer, "state", "reports", "windows.jsonl"))
     if not ws:
         ap.exit(1, "%s: no flagged windows in its reports\n" % args.analyzer)
-    with open(os.path.join(args.run, "faults.json")) as f:
-        faults = json.load(f)
+    faults = live_faults(args.run)
     print("The run as it was:")
     for v in VARIANTS:
         eps = episodes(ws, v)
@@ -168,7 +168,7 @@ def main():
             if a is b:
                 continue
             for lag in (10000, 20000):
-                syn = nested(ws, faults, a, b, lag)
+                syn = nested(ws, a, b, lag)
                 if not syn:
                     continue
                 cells = []
