@@ -344,6 +344,9 @@ fn counters_stack(
         },
         stop.clone(),
         hold,
+        // Every 100 ms, so that a sample held back lands at most a stall and a period late
+        // (see the late-samples test below).
+        Duration::from_millis(100),
     );
     std::thread::sleep(Duration::from_secs(2));
     let metrics = format!(
@@ -433,10 +436,13 @@ fn samples_landing_late_are_read_again_and_open_no_episode() {
     let (prom, _hook, _am, an, stop, feeder, _) =
         counters_stack(Arc::new(AtomicU8::new(STEADY)), hold.clone());
 
-    // For 45 s the writes stall for 300 ms every 2.7 s: their samples land up to about half
-    // a second late, after the pass that first reads their points (the default delay is
-    // 200 ms). Read as the sample before them, a counter's points would be a zero increase
-    // and then a double one in every window that holds them.
+    // For 45 s the writes stall for 300 ms every 2.7 s: their samples land up to about 0.4 s
+    // late (the stall and the writer's 100 ms period), after the pass that first reads their
+    // points (the default delay is 200 ms) and within the three delays the service asks for
+    // again. Read as the sample before them, a counter's points would be a zero increase and
+    // then a double one in every window that holds them. (With the writer's period at 200 ms
+    // they landed up to about 0.5 s late, which left a loaded machine — the whole suite on
+    // two cores — under 0.1 s before the service stopped asking: 7 of 47 flagged once.)
     let analyzed = metric(&an, "reveal_analyzer_windows_analyzed_total");
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_secs(45) {

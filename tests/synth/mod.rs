@@ -103,16 +103,19 @@ pub fn feed(
     sample: impl FnMut(&mut Batch, i64) + Send + 'static,
     stop: Arc<AtomicBool>,
 ) -> std::thread::JoinHandle<()> {
-    feed_held(url, sample, stop, Arc::new(AtomicBool::new(false)))
+    let hold = Arc::new(AtomicBool::new(false));
+    feed_held(url, sample, stop, hold, Duration::from_millis(200))
 }
 
-/// [`feed`], writing nothing while `hold` is set: the samples of that time land together
-/// once it is cleared, late, as a stalled scrape or a remote-write batch held back would.
+/// [`feed`], writing every `period`, and nothing while `hold` is set: the samples of that
+/// time land together once it is cleared, late, as a stalled scrape or a remote-write batch
+/// held back would.
 pub fn feed_held(
     url: String,
     mut sample: impl FnMut(&mut Batch, i64) + Send + 'static,
     stop: Arc<AtomicBool>,
     hold: Arc<AtomicBool>,
+    period: Duration,
 ) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -135,7 +138,7 @@ pub fn feed_held(
             }
             // Failures keep the batch queued in the writer; it is resent on the next round.
             let _ = rt.block_on(w.write(b));
-            std::thread::sleep(Duration::from_millis(200));
+            std::thread::sleep(period);
         }
     })
 }
