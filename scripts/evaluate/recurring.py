@@ -15,13 +15,13 @@ that learns the checkpoint as routine stops alerting after its first few. Standa
 only; the recordings are generated with a fixed seed, so a build's answer is repeatable.
 """
 
-import json
 import os
 import random
 import subprocess
 import sys
 
 from cli import parser
+from replay import parse_output
 
 START_S = 1_800_000_000
 STEP_S = 0.1
@@ -71,12 +71,8 @@ def opened_minutes(binary, recording):
                          capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit("recurring: %s failed: %s" % (binary, out.stderr.strip()[-2000:]))
-    opened = []
-    for line in out.stdout.splitlines():
-        o = json.loads(line)
-        if o.get("type") == "episode" and o.get("event") == "open":
-            opened.append((o["episode"]["start_ms"] / 1000 - START_S) / 60)
-    return opened
+    _, episodes = parse_output(out.stdout)
+    return [(e["start_s"] - START_S) / 60 for e in episodes]
 
 
 def main():
