@@ -10,9 +10,11 @@ noise) in which a checkpoint of --seconds (dirty pages rising to 600 MB over 5 s
 written, 0.6 of a CPU busier) comes every P minutes from minute 40 on, replays it with
 `BIN replay --input DIR/ckP.csv --json` (the service's engine and its defaults: 5-minute
 warm-up, 30-minute baseline, refits every 5 minutes) and prints, per period, how many
-checkpoints the recording holds and at which of them an episode (an alert) opened. A host
-that learns the checkpoint as routine stops alerting after its first few. Standard library
-only; the recordings are generated with a fixed seed, so a build's answer is repeatable.
+checkpoints the recording holds, at which of them an episode (an alert) opened, and how many
+of those the analyzer called recurring (the host's routine, alerted as `info`). A host that
+learns the checkpoint as routine stops alerting, or tells it as routine, after its first few.
+Standard library only; the recordings are generated with a fixed seed, so a build's answer
+is repeatable.
 """
 
 import os
@@ -66,13 +68,14 @@ def write_recording(path, period_min, hours, seconds):
 
 
 def opened_minutes(binary, recording):
-    """Minutes (from the recording's start) at which the replay opened an episode."""
+    """Minutes (from the recording's start) at which the replay opened an episode, each with
+    whether the analyzer called it recurring (the host's routine: an `info` alert)."""
     out = subprocess.run([binary, "replay", "--input", recording, "--json"],
                          capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit("recurring: %s failed: %s" % (binary, out.stderr.strip()[-2000:]))
     _, episodes = parse_output(out.stdout)
-    return [(e["start_s"] - START_S) / 60 for e in episodes]
+    return [((e["start_s"] - START_S) / 60, e["recurring"] is not None) for e in episodes]
 
 
 def main():
@@ -93,18 +96,24 @@ def main():
     if not os.access(args.replay, os.X_OK):
         ap.error("no analyzer binary at %s (cargo build --release -p reveal-analyzer)" % args.replay)
     os.makedirs(args.out, exist_ok=True)
-    print("| period | checkpoints | alerted | checkpoints alerted (their start, minutes) |")
-    print("| ---: | ---: | ---: | --- |")
+    print("| period | checkpoints | alerted | of them recurring (info) | checkpoints alerted "
+          "(their start, minutes; r: recurring) |")
+    print("| ---: | ---: | ---: | ---: | --- |")
     for p in periods:
         path = os.path.join(args.out, "ck%g.csv" % p)
         print("recording and replaying a checkpoint every %g min ..." % p, file=sys.stderr)
         starts = write_recording(path, p, args.hours, args.seconds)
         opened = opened_minutes(args.replay, path)
-        hit = [s for s in starts if any(s - 0.1 <= o <= s + args.seconds / 60 for o in opened)]
+        hit = []
+        for s in starts:
+            found = [r for o, r in opened if s - 0.1 <= o <= s + args.seconds / 60]
+            if found:
+                hit.append((s, found[0]))
         others = len(opened) - len(hit)
         note = "" if others == 0 else " (and %d episodes outside a checkpoint)" % others
-        print("| %g min | %d | %d | %s%s |" % (p, len(starts), len(hit),
-                                                ", ".join("%g" % s for s in hit) or "none", note))
+        print("| %g min | %d | %d | %d | %s%s |" % (
+            p, len(starts), len(hit), sum(1 for _, r in hit if r),
+            ", ".join("%g%s" % (s, "r" if r else "") for s, r in hit) or "none", note))
 
 
 if __name__ == "__main__":

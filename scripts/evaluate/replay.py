@@ -85,7 +85,8 @@ def replay_command(binary, config, learn_from, score_from, until):
 def parse_output(text):
     """Windows and episodes of a replay's output, JSON lines or the example's text:
     windows as {end_s, end_ms, agreement, scores}, episodes as {open_s, start_s, subsystems,
-    close_s, joins: [(s, subsystem)], summary}."""
+    close_s, joins: [(s, subsystem)], summary, recurring} (recurring: how the episode recurs
+    at its close, or at its open while it is open; None when it does not, or in text output)."""
     windows, episodes = [], []
 
     def join(at_s, subs):
@@ -96,10 +97,11 @@ def parse_output(text):
             if sub not in e["subsystems"] and sub not in [j[1] for j in e["joins"]]:
                 e["joins"].append((at_s, sub))
 
-    def close(at_s):
+    def close(at_s, recurring=None):
         for e in reversed(episodes):
             if e["close_s"] is None:
                 e["close_s"] = at_s
+                e["recurring"] = recurring
                 break
 
     for line in text.splitlines():
@@ -113,17 +115,18 @@ def parse_output(text):
                 if x["event"] == "open":
                     episodes.append({"open_s": at_s, "start_s": ep["start_ms"] // 1000,
                                      "subsystems": list(ep["subsystems"]), "close_s": None,
-                                     "joins": [], "summary": ep["summary"]})
+                                     "joins": [], "summary": ep["summary"],
+                                     "recurring": ep.get("recurring")})
                 elif x["event"] == "join":
                     join(at_s, ep["subsystems"])
                 elif x["event"] == "close":
-                    close(at_s)
+                    close(at_s, ep.get("recurring"))
             continue
         parts = line.split()
         if parts[:2] == ["EPISODE", "open"]:
             episodes.append({"open_s": int(parts[3]), "start_s": int(parts[4]),
                              "subsystems": parts[5].strip("[]").split(","), "close_s": None, "joins": [],
-                             "summary": " ".join(parts[6:])})
+                             "summary": " ".join(parts[6:]), "recurring": None})
         elif parts[:2] == ["EPISODE", "join"]:
             join(int(parts[3]), parts[5].strip("[]").split(","))
         elif parts[:2] == ["EPISODE", "close"]:

@@ -114,6 +114,10 @@ def score_analyzer(run, faults, a, offline):
     def gone(x):
         return x["gone_ms"] if x.get("gone_ms") else None
 
+    def recurring(x):
+        """Told as the host's routine (`recurring="true"`, severity info), not paged."""
+        return (x.get("labels") or {}).get("recurring") == "true"
+
     lines = []
     rows = []
     hints = []
@@ -154,7 +158,8 @@ def score_analyzer(run, faults, a, offline):
         pool = [x for x in alerts if x["alertname"] == f.get("alertname", "RevealAnomaly")
                 and (not f.get("instance") or (x.get("labels") or {}).get("instance") == f["instance"])]
         mine = [x for x in pool if s <= x["first_seen_ms"] <= until]
-        early = [x for x in mine if x["first_seen_ms"] <= s + EARLY_S * 1000]
+        # A fault told as the host's routine was not alerted.
+        early = [x for x in mine if x["first_seen_ms"] <= s + EARLY_S * 1000 and not recurring(x)]
         later = [x for x in mine if x["first_seen_ms"] > s + EARLY_S * 1000]
         carried = [x for x in pool if x["first_seen_ms"] < s and (gone(x) is None or gone(x) > s)]
         subs = []
@@ -188,7 +193,8 @@ def score_analyzer(run, faults, a, offline):
         name = f["name"] + (" (%s on %s)" % (f.get("alertname"), f["instance"]) if f.get("instance") else "")
         rows.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             name, "/".join(f["expected"]),
-            "yes" if early else ("later" if later else "**no**"),
+            "yes" if early else ("later" if later else
+                                 "**no** (told as recurring)" if mine else "**no**"),
             "yes" if attr else ("**no**" if mine else "–"),
             f1(lat), ", ".join(subs) or "–", res or "–",
             "%d/%d" % (sum(1 for _, v in fw if v >= 2), len(fw)) if fw else "–",
@@ -258,9 +264,12 @@ def score_analyzer(run, faults, a, offline):
 
     lines.append("Fault-free period: %.1f min (%s–%s)" % ((ff_e - ff_s) / 60000, hms(ff_s), hms(ff_e)))
     lines.append("")
-    lines.append("- RevealAnomaly alerts: %d (%.1f per hour)%s" % (
+    ff_recurring = sum(1 for x in ff_alerts if recurring(x))
+    lines.append("- RevealAnomaly alerts: %d (%.1f per hour)%s%s" % (
         len(ff_alerts), len(ff_alerts) / hours,
-        (": " + ", ".join("%s %s" % (hms(x["first_seen_ms"]), x["subsystem"] or "?") for x in ff_alerts[:12])
+        "; of them recurring (info, the host's routine): %d" % ff_recurring if ff_recurring else "",
+        (": " + ", ".join("%s %s%s" % (hms(x["first_seen_ms"]), x["subsystem"] or "?",
+                                       " (recurring)" if recurring(x) else "") for x in ff_alerts[:12])
          + (" …" if len(ff_alerts) > 12 else "")) if ff_alerts else ""))
     if ff_other:
         lines.append("- other Reveal alerts: " + ", ".join("%s %s %s" % (hms(x["first_seen_ms"]), x["alertname"], x["subsystem"]) for x in ff_other[:12]))

@@ -427,6 +427,7 @@ mod tests {
             summary: "s".into(),
             description: "d".into(),
             detectors: "zscore,pca".into(),
+            recurring: None,
         };
         let line = Line::Episode {
             event: "open",

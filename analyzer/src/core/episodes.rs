@@ -3,6 +3,7 @@
 //! [`merge_episodes`] over a run's [`FlaggedWindow`]s, online by the [`tracker`] one window at
 //! a time (its open episodes are [`OpenEpisode`]s, which the checkpoint keeps).
 
+pub mod recurring;
 pub mod tracker;
 
 use std::collections::BTreeMap;
@@ -81,6 +82,10 @@ pub struct OpenEpisode {
     pub summary: String,
     pub description: String,
     pub detectors: String,
+    /// How the episode recurs, when it comes back at a steady interval
+    /// ([`recurring`]): the host's routine, alerted as `info`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recurring: Option<recurring::Recurrence>,
 }
 
 /// One incident on one host.

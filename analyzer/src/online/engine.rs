@@ -486,11 +486,21 @@ impl Engine {
             host.ring.push(win.end_ms, &row, flagged, false);
             trim(host, &self.params, win.end_ms);
             score.event = self.tracker.observe(score.verdict()).map(Box::new);
-            if let Some(Event::Opened(ep) | Event::Extended(ep)) = score.event.as_deref() {
-                // The episode's windows stay out of the baseline: a fault is not learned
-                // as the host's normal.
-                host.ring
-                    .mark_alerted(ep.start_ms + w.window_ms, ep.last_flagged_ms);
+            match score.event.as_deref() {
+                // A recurring event is the host's routine: its windows, and those of its
+                // earlier occurrences, are the baseline's to learn.
+                Some(Event::Opened(ep)) if ep.recurring.is_some() => {
+                    for (start, end) in ep.recurring.iter().flat_map(|r| &r.earlier) {
+                        host.ring.unmark_alerted(start + w.window_ms, *end);
+                    }
+                }
+                Some(Event::Opened(ep) | Event::Extended(ep)) if ep.recurring.is_none() => {
+                    // The episode's windows stay out of the baseline: a fault is not learned
+                    // as the host's normal.
+                    host.ring
+                        .mark_alerted(ep.start_ms + w.window_ms, ep.last_flagged_ms);
+                }
+                _ => {}
             }
             if let Some(c) = change {
                 let until = win.end_ms + LEFT_OUT_MS;

@@ -158,6 +158,7 @@ pub fn deviation_finding(f: &HostDeviation) -> Finding {
         cgroup: None,
         cgroups: None,
         device: None,
+        recurrence: None,
         start: at(f.since_ms),
         last_window_end: at(f.last_ms),
     }
@@ -182,6 +183,7 @@ pub fn regime_finding(ev: &RegimeEvent) -> (Finding, SystemTime) {
         cgroup: None,
         cgroups: None,
         device: None,
+        recurrence: None,
         start: at(ev.change.start_ms),
         last_window_end: at(ev.change.detected_ms),
     };

@@ -62,13 +62,17 @@ pub struct Finding {
     /// The device the finding is about (`gpu 7`): the alert's `device` label, so that two
     /// devices of one host are two alerts. Absent for findings about the host.
     pub device: Option<String>,
+    /// How the finding recurs, in words (`recurring about every 30 min, 4th time`): the
+    /// `recurrence` annotation and the label `recurring="true"`, for routing the host's
+    /// routine apart from its faults. Absent for a finding that does not recur.
+    pub recurrence: Option<String>,
     pub start: SystemTime,
     /// End of the latest flagged window.
     pub last_window_end: SystemTime,
 }
 
 impl Finding {
-    fn labels(&self) -> BTreeMap<String, String> {
+    pub(crate) fn labels(&self) -> BTreeMap<String, String> {
         [
             ("alertname", self.alertname),
             ("instance", self.instance.as_str()),
@@ -78,6 +82,7 @@ impl Finding {
         .into_iter()
         .chain(self.cgroup.as_deref().map(|c| ("cgroup", c)))
         .chain(self.device.as_deref().map(|d| ("device", d)))
+        .chain(self.recurrence.as_ref().map(|_| ("recurring", "true")))
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect()
     }
@@ -230,6 +235,7 @@ impl AlertSender {
         .into_iter()
         .chain(f.hint.clone().map(|h| ("remediation", h)))
         .chain(f.cgroups.clone().map(|c| ("cgroups", c)))
+        .chain(f.recurrence.clone().map(|r| ("recurrence", r)))
         .map(|(k, v)| (k.to_string(), v))
         .collect();
         Alert {

@@ -176,6 +176,7 @@ mod tests {
             summary: "s".into(),
             description: "d".into(),
             detectors: "zscore,pca".into(),
+            recurring: None,
         });
         c
     }

@@ -96,25 +96,30 @@ pub(super) fn with_cgroups(ep: &OpenEpisode, culprits: &Culprits, named: &Named)
 fn finding(ep: &OpenEpisode, subsystem: &str, claim: String, culprit: Option<&Culprit>) -> Finding {
     let culprit = culprit.filter(|c| !c.is_empty());
     let cgroups = culprit.map(Culprit::sentence);
+    let recurrence = ep.recurring.as_ref().map(|r| r.sentence());
+    let mut summary = claim;
+    for said in [&cgroups, &recurrence].into_iter().flatten() {
+        summary = format!("{summary} — {said}");
+    }
     Finding {
         alertname: "RevealAnomaly",
         instance: ep.instance.clone(),
         subsystem: subsystem.to_string(),
+        // The host's routine is told, not paged.
         severity: match ep.severity.as_str() {
+            _ if recurrence.is_some() => "info",
             "critical" => "critical",
             "warning" => "warning",
             _ => "info",
         },
-        summary: match &cgroups {
-            Some(c) => format!("{claim} — {c}"),
-            None => claim,
-        },
+        summary,
         description: ep.description.clone(),
         detectors: ep.detectors.clone(),
         hint: ep.hints.get(subsystem).cloned(),
         cgroup: culprit.and_then(Culprit::cause_cgroup).map(str::to_string),
         cgroups,
         device: None,
+        recurrence,
         start: at(ep.start_ms),
         last_window_end: at(ep.last_flagged_ms),
     }
@@ -139,7 +144,30 @@ mod tests {
             summary: claim.into(),
             description: claim.into(),
             detectors: "zscore, pca".into(),
+            recurring: None,
         }
+    }
+
+    #[test]
+    fn a_recurring_episode_is_told_as_info_and_says_how_often() {
+        let mut ep = episode("reveal_memory_dirty_bytes (memory): mean higher");
+        let f = finding(&ep, "cpu", ep.summary.clone(), None);
+        assert_eq!((f.severity, f.recurrence.as_deref()), ("critical", None));
+        assert!(!f.labels().contains_key("recurring"));
+        ep.recurring = Some(crate::core::episodes::recurring::Recurrence {
+            every_ms: 1_800_000,
+            seen: 4,
+            longest_ms: 20_000,
+            earlier: vec![],
+        });
+        let f = finding(&ep, "cpu", ep.summary.clone(), None);
+        assert_eq!(f.severity, "info");
+        assert_eq!(f.labels()["recurring"], "true");
+        assert_eq!(
+            f.summary,
+            "reveal_memory_dirty_bytes (memory): mean higher — recurring about every 30 min, \
+             4th time"
+        );
     }
 
     #[test]

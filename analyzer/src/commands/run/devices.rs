@@ -64,6 +64,7 @@ pub(super) fn missing_finding(host: &str, m: &MissingDevice) -> Finding {
         cgroup: None,
         cgroups: None,
         device: Some(m.device.clone()),
+        recurrence: None,
         start: at(m.last_ms),
         last_window_end: at(m.last_ms),
     }

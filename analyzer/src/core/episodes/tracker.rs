@@ -14,6 +14,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::core::episodes::recurring::{History, Signature};
 use crate::core::episodes::OpenEpisode;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -70,6 +71,8 @@ struct HostState {
     /// A subsystem not yet alerted on that was the heaviest of the open episode's last
     /// flagged windows, and in how many of them in a row.
     joining: Option<(String, u32)>,
+    /// Its latest episodes, to recognize one that recurs ([`crate::core::episodes::recurring`]).
+    history: History,
 }
 
 /// Share of an episode's attribution (over its opening windows) from which a subsystem gets
@@ -127,7 +130,10 @@ impl Tracker {
     /// Re-opens episodes saved in a checkpoint, so their next windows extend them.
     pub fn restore(&mut self, episodes: &[OpenEpisode]) {
         for e in episodes {
-            self.hosts.entry(e.instance.clone()).or_default().open = Some(e.clone());
+            let h = self.hosts.entry(e.instance.clone()).or_default();
+            h.history
+                .record(&e.id, e.start_ms, e.last_flagged_ms, signature(e));
+            h.open = Some(e.clone());
         }
     }
 
@@ -202,6 +208,15 @@ impl Tracker {
                         h.joining = None;
                     }
                 }
+                h.history
+                    .record(&ep.id, ep.start_ms, ep.last_flagged_ms, signature(ep));
+                if ep
+                    .recurring
+                    .as_ref()
+                    .is_some_and(|r| r.outlasted(ep.last_flagged_ms - ep.start_ms))
+                {
+                    ep.recurring = None;
+                }
                 return Some(Event::Extended(ep.clone()));
             }
             h.quiet += 1;
@@ -230,7 +245,10 @@ impl Tracker {
             return None;
         }
         let pending = std::mem::take(&mut h.pending);
-        let ep = open_episode(&pending, p.window_ms);
+        let mut ep = open_episode(&pending, p.window_ms);
+        ep.recurring = h.history.recognize(ep.start_ms, signature(&ep));
+        h.history
+            .record(&ep.id, ep.start_ms, ep.last_flagged_ms, signature(&ep));
         h.open = Some(ep.clone());
         Some(Event::Opened(ep))
     }
@@ -300,6 +318,14 @@ fn open_episode(windows: &[Verdict], window_ms: i64) -> OpenEpisode {
         summary: best.summary.clone(),
         description: best.description.clone(),
         detectors: best.detectors.join(","),
+        recurring: None,
+    }
+}
+
+fn signature(ep: &OpenEpisode) -> Signature<'_> {
+    Signature {
+        heaviest: &ep.subsystem,
+        alerted: &ep.subsystems,
     }
 }
 
@@ -555,6 +581,51 @@ mod tests {
         // The joining subsystem's claim and its hint come from the same window.
         assert_eq!(ep.claims["storage"], "storage claim 6");
         assert_eq!(ep.hints["storage"], "storage hint 6");
+    }
+
+    #[test]
+    fn an_episode_on_a_rhythm_is_recurring_until_it_outlasts_the_earlier_ones() {
+        let mut t = Tracker::new(P);
+        // A 10 s event every 5 minutes: windows flagged for 10 s, then quiet.
+        let occurrence = |t: &mut Tracker, at_s: i64, len_s: i64, sub: &str| -> Vec<Event> {
+            (at_s..at_s + len_s + 3)
+                .filter_map(|s| t.observe(v(s, if s < at_s + len_s { 2 } else { 0 }, sub)))
+                .collect()
+        };
+        let opened = |evs: &[Event]| match &evs[0] {
+            Event::Opened(ep) => ep.clone(),
+            other => panic!("{other:?}"),
+        };
+        assert!(opened(&occurrence(&mut t, 600, 10, "storage"))
+            .recurring
+            .is_none());
+        assert!(opened(&occurrence(&mut t, 900, 10, "storage"))
+            .recurring
+            .is_none());
+        // A cpu episode in between is another event.
+        assert!(opened(&occurrence(&mut t, 1000, 10, "cpu"))
+            .recurring
+            .is_none());
+        let third = occurrence(&mut t, 1200, 10, "storage");
+        let r = opened(&third).recurring.expect("the third on the rhythm");
+        assert_eq!((r.every_ms, r.seen), (300_000, 3));
+        // Each from its first window's start (3 s before the first flagged end) to its last.
+        assert_eq!(r.longest_ms, 12_000);
+        assert_eq!(r.earlier, [(897_000, 909_000), (597_000, 609_000)]);
+        assert!(matches!(third.last(), Some(Event::Closed(ep)) if ep.recurring.is_some()));
+        // The fourth goes on for a minute: past twice the longest and 30 s (42 s), it is not
+        // the routine any more.
+        let fourth = occurrence(&mut t, 1500, 60, "storage");
+        assert!(opened(&fourth).recurring.is_some());
+        let last_recurring = fourth
+            .iter()
+            .filter_map(|e| match e {
+                Event::Extended(ep) if ep.recurring.is_some() => Some(ep.last_flagged_ms),
+                _ => None,
+            })
+            .max();
+        assert_eq!(last_recurring, Some(1_497_000 + 42_000));
+        assert!(matches!(fourth.last(), Some(Event::Closed(ep)) if ep.recurring.is_none()));
     }
 
     #[test]

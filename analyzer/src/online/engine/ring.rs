@@ -79,6 +79,19 @@ impl Ring {
         }
     }
 
+    /// Takes the mark back from the windows ending in `[from_ms, to_ms]`: an event found to
+    /// recur is the host's routine, not a fault.
+    pub fn unmark_alerted(&mut self, from_ms: i64, to_ms: i64) {
+        for r in self.rows.iter_mut().rev() {
+            if r.end_ms < from_ms {
+                break;
+            }
+            if r.end_ms <= to_ms {
+                r.alerted = false;
+            }
+        }
+    }
+
     /// Windows marked as part of an alert.
     #[cfg(test)]
     pub fn alerted(&self) -> usize {
@@ -157,5 +170,9 @@ mod tests {
         assert!(marked
             .iter()
             .all(|(r, a)| *a == (r[0] >= 90.0 && r[0] <= 94.0)));
+        // An event found to recur takes its mark back: the first alert is fitted on again.
+        ring.unmark_alerted(10, 39);
+        assert_eq!(ring.alerted(), 5);
+        assert_eq!(ring.fit_rows(99, 50, true).len(), 100);
     }
 }

@@ -599,6 +599,7 @@ fn an_episode_restored_for_a_host_that_never_returns_ends() {
         summary: String::new(),
         description: String::new(),
         detectors: "zscore,pca".into(),
+        recurring: None,
     };
     e.restore_episodes(&[ep]);
     let s = e.sweep(10_000);

@@ -16,6 +16,7 @@ fn finding(instance: &str, subsystem: &str, severity: &'static str) -> Finding {
         cgroup: None,
         cgroups: None,
         device: None,
+        recurrence: None,
         start,
         last_window_end: start + Duration::from_secs(3),
     }
