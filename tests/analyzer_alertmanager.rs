@@ -33,6 +33,7 @@ fn finding(start: SystemTime) -> Finding {
         cgroup: Some("slurm/job_42".into()),
         cgroups: Some("cgroup `slurm/job_42` took 40.0 MB/s more (0.0 MB/s → 40.0 MB/s).".into()),
         device: None,
+        recurrence: None,
         start,
         last_window_end: start + Duration::from_secs(3),
     }
