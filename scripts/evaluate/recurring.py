@@ -11,7 +11,7 @@ written, 0.6 of a CPU busier) comes every P minutes from minute 40 on, replays i
 `BIN replay --input DIR/ckP.csv --json` (the service's engine and its defaults: 5-minute
 warm-up, 30-minute baseline, refits every 5 minutes) and prints, per period, how many
 checkpoints the recording holds, at which of them an episode (an alert) opened, and how many
-of those the analyzer called recurring (the host's routine, alerted as `info`). A host that
+of those the analyzer called recurring (`recurring="true"`). A host that
 learns the checkpoint as routine stops alerting, or tells it as routine, after its first few.
 Standard library only; the recordings are generated with a fixed seed, so a build's answer
 is repeatable.
@@ -69,7 +69,7 @@ def write_recording(path, period_min, hours, seconds):
 
 def opened_minutes(binary, recording):
     """Minutes (from the recording's start) at which the replay opened an episode, each with
-    whether the analyzer called it recurring (the host's routine: an `info` alert)."""
+    whether the analyzer called it recurring (`recurring="true"`)."""
     out = subprocess.run([binary, "replay", "--input", recording, "--json"],
                          capture_output=True, text=True)
     if out.returncode != 0:
@@ -96,7 +96,7 @@ def main():
     if not os.access(args.replay, os.X_OK):
         ap.error("no analyzer binary at %s (cargo build --release -p reveal-analyzer)" % args.replay)
     os.makedirs(args.out, exist_ok=True)
-    print("| period | checkpoints | alerted | of them recurring (info) | checkpoints alerted "
+    print("| period | checkpoints | alerted | of them recurring | checkpoints alerted "
           "(their start, minutes; r: recurring) |")
     print("| ---: | ---: | ---: | ---: | --- |")
     for p in periods:

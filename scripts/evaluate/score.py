@@ -115,8 +115,13 @@ def score_analyzer(run, faults, a, offline):
         return x["gone_ms"] if x.get("gone_ms") else None
 
     def recurring(x):
-        """Told as the host's routine (`recurring="true"`, severity info), not paged."""
+        """Told as recurring (`recurring="true"`)."""
         return (x.get("labels") or {}).get("recurring") == "true"
+
+    def told_as_routine(x):
+        """A recurring alert at severity info: not paged (builds b1f7724 to before 2026-12-08
+        told recurring episodes so; they now keep their severity)."""
+        return recurring(x) and x.get("severity") == "info"
 
     lines = []
     rows = []
@@ -158,8 +163,8 @@ def score_analyzer(run, faults, a, offline):
         pool = [x for x in alerts if x["alertname"] == f.get("alertname", "RevealAnomaly")
                 and (not f.get("instance") or (x.get("labels") or {}).get("instance") == f["instance"])]
         mine = [x for x in pool if s <= x["first_seen_ms"] <= until]
-        # A fault told as the host's routine was not alerted.
-        early = [x for x in mine if x["first_seen_ms"] <= s + EARLY_S * 1000 and not recurring(x)]
+        # A fault told as the host's routine (info) was not alerted.
+        early = [x for x in mine if x["first_seen_ms"] <= s + EARLY_S * 1000 and not told_as_routine(x)]
         later = [x for x in mine if x["first_seen_ms"] > s + EARLY_S * 1000]
         carried = [x for x in pool if x["first_seen_ms"] < s and (gone(x) is None or gone(x) > s)]
         subs = []
@@ -267,7 +272,7 @@ def score_analyzer(run, faults, a, offline):
     ff_recurring = sum(1 for x in ff_alerts if recurring(x))
     lines.append("- RevealAnomaly alerts: %d (%.1f per hour)%s%s" % (
         len(ff_alerts), len(ff_alerts) / hours,
-        "; of them recurring (info, the host's routine): %d" % ff_recurring if ff_recurring else "",
+        "; of them recurring: %d" % ff_recurring if ff_recurring else "",
         (": " + ", ".join("%s %s%s" % (hms(x["first_seen_ms"]), x["subsystem"] or "?",
                                        " (recurring)" if recurring(x) else "") for x in ff_alerts[:12])
          + (" …" if len(ff_alerts) > 12 else "")) if ff_alerts else ""))

@@ -14,7 +14,7 @@
 //! every few seconds is one flapping fault, not a routine.
 //!
 //! What recurring changes (`online::engine`, `commands::run::alerts`): the episode is still
-//! an alert, but with `severity="info"` and `recurring="true"`, its claim says how often and
+//! an alert of its own severity, with `recurring="true"`, its claim says how often and
 //! how many times, and its windows and those of the earlier occurrences enter the baseline
 //! (an alert's windows are otherwise kept out: a fault is not learned), so a routine that
 //! recurs within the baseline's span is learned and stops being flagged at all. An occurrence
@@ -31,9 +31,6 @@ pub const RECOGNIZE_AFTER: usize = 2;
 
 /// The shortest period that counts as a routine.
 pub const MIN_EVERY_MS: i64 = 120_000;
-
-/// Periods one gap may span: one, no missed beat.
-pub const MAX_SKIP: i64 = 1;
 
 /// Least tolerance of a gap (an episode's start moves by a window or two with its first
 /// flagged window).
@@ -134,31 +131,31 @@ impl History {
         // Candidate periods: the gap to each earlier start.
         let mut best: Option<(usize, i64)> = None;
         for p in &same {
-            for k in 1..=MAX_SKIP {
-                let every = (start_ms - p.start_ms) / k;
-                if every < MIN_EVERY_MS {
-                    continue;
-                }
-                let n = chain(start_ms, &same, every).0.len();
-                let better = match best {
-                    None => true,
-                    Some((m, e)) => n > m || (n == m && every > e),
-                };
-                if better {
-                    best = Some((n, every));
-                }
+            let every = start_ms - p.start_ms;
+            if every < MIN_EVERY_MS {
+                continue;
+            }
+            let n = chain(start_ms, &same, every).len();
+            let better = match best {
+                None => true,
+                Some((m, e)) => n > m || (n == m && every > e),
+            };
+            if better {
+                best = Some((n, every));
             }
         }
         let (n, every) = best?;
         if n < RECOGNIZE_AFTER {
             return None;
         }
-        let (chain, periods) = chain(start_ms, &same, every);
-        let earlier: Vec<(i64, i64)> = chain.iter().map(|p| (p.start_ms, p.end_ms)).collect();
+        let earlier: Vec<(i64, i64)> = chain(start_ms, &same, every)
+            .iter()
+            .map(|p| (p.start_ms, p.end_ms))
+            .collect();
         let oldest = earlier.last().map_or(start_ms, |e| e.0);
         Some(Recurrence {
             // The period over the whole chain, not its first gap alone.
-            every_ms: (start_ms - oldest) / periods.max(1),
+            every_ms: (start_ms - oldest) / earlier.len().max(1) as i64,
             seen: earlier.len() as u32 + 1,
             longest_ms: earlier.iter().map(|(s, e)| e - s).max().unwrap_or(0),
             earlier,
@@ -186,28 +183,24 @@ impl History {
     }
 }
 
-/// The earlier episodes (newest first in `same`) on the rhythm `every` back from `start_ms`,
-/// and the periods they span: each gap a whole number of periods within tolerance, the walk
-/// ending at the first gap longer than [`MAX_SKIP`] periods. An episode off the rhythm in
-/// between is passed over.
-fn chain<'a>(start_ms: i64, same: &[&'a Past], every: i64) -> (Vec<&'a Past>, i64) {
+/// The earlier episodes (newest first in `same`) on the rhythm `every` back from `start_ms`:
+/// each gap one period within tolerance, the walk ending at the first gap longer than that
+/// (a missed beat). An episode off the rhythm in between is passed over.
+fn chain<'a>(start_ms: i64, same: &[&'a Past], every: i64) -> Vec<&'a Past> {
     let tolerance = (every / 20).max(MIN_TOLERANCE_MS);
     let mut out = Vec::new();
-    let mut periods = 0;
     let mut at = start_ms;
     for p in same {
         let gap = at - p.start_ms;
-        if gap > MAX_SKIP * every + tolerance {
+        if gap > every + tolerance {
             break;
         }
-        let n = (gap as f64 / every as f64).round() as i64;
-        if n >= 1 && (gap - n * every).abs() <= tolerance {
+        if (gap - every).abs() <= tolerance {
             out.push(*p);
-            periods += n;
             at = p.start_ms;
         }
     }
-    (out, periods)
+    out
 }
 
 #[cfg(test)]
