@@ -119,8 +119,8 @@ def score_analyzer(run, faults, a, offline):
         return (x.get("labels") or {}).get("recurring") == "true"
 
     def told_as_routine(x):
-        """A recurring alert at severity info: not paged (builds b1f7724 to before 2026-12-08
-        told recurring episodes so; they now keep their severity)."""
+        """A recurring alert at severity info: not paged (builds b1f7724 to 45ae843 told
+        recurring episodes so; later ones keep the episode's severity)."""
         return recurring(x) and x.get("severity") == "info"
 
     lines = []
