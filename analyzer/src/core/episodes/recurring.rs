@@ -4,7 +4,8 @@
 //! Each host keeps the start, end and subsystems of its latest episodes. When an episode
 //! opens, its start is compared with the earlier starts of the *same event* — each one's
 //! heaviest subsystem among the other's alerted ones (a checkpoint is a storage alert with
-//! memory beside it one time, a memory alert with storage beside it the next) — and when
+//! memory beside it one time, a memory alert with storage beside it the next), and each one's
+//! leading channel among the other's claimed ones (`Signature::same`) — and when
 //! it and at least [`RECOGNIZE_AFTER`] of them lie on one rhythm — every gap between
 //! consecutive ones the same period, within a twentieth of it (at least [`MIN_TOLERANCE_MS`])
 //! — the episode is *recurring*. An episode of the same event off the rhythm in between is
@@ -91,21 +92,32 @@ struct Past {
     end_ms: i64,
     subsystem: String,
     subsystems: Vec<String>,
+    lead: String,
+    channels: Vec<String>,
 }
 
-/// What an episode is about: its heaviest subsystem and the subsystems it alerts on.
-#[derive(Debug, Clone, Copy)]
+/// What an episode is about: its heaviest subsystem and the subsystems it alerts on, the
+/// channel its heaviest subsystem's claim leads with and those of all its claims.
+#[derive(Debug, Clone)]
 pub struct Signature<'a> {
     pub heaviest: &'a str,
     pub alerted: &'a [String],
+    pub lead: &'a str,
+    pub channels: Vec<&'a str>,
 }
 
 impl Signature<'_> {
     /// Whether `p` is the same event: each one's heaviest subsystem among the other's
-    /// alerted ones.
+    /// alerted ones, and each one's leading channel among the other's claimed ones (where
+    /// known). Subsystems alone are too coarse: on a small host nearly every episode has `cpu`
+    /// among them, and chance rhythms of unrelated CPU episodes took two real faults for a
+    /// routine (live run 41).
     fn same(&self, p: &Past) -> bool {
         let among = |s: &str, set: &[String]| set.is_empty() || set.iter().any(|x| x == s);
-        among(self.heaviest, &p.subsystems) && among(&p.subsystem, self.alerted)
+        among(self.heaviest, &p.subsystems)
+            && among(&p.subsystem, self.alerted)
+            && (self.lead.is_empty() || p.channels.iter().any(|c| c == self.lead))
+            && (p.lead.is_empty() || self.channels.iter().any(|c| *c == p.lead))
     }
 }
 
@@ -168,6 +180,7 @@ impl History {
         if let Some(p) = self.past.iter_mut().rev().find(|p| p.id == id) {
             p.end_ms = end_ms;
             p.subsystems = sig.alerted.to_vec();
+            p.channels = sig.channels.iter().map(|c| c.to_string()).collect();
             return;
         }
         self.past.push_back(Past {
@@ -176,6 +189,8 @@ impl History {
             end_ms,
             subsystem: sig.heaviest.to_string(),
             subsystems: sig.alerted.to_vec(),
+            lead: sig.lead.to_string(),
+            channels: sig.channels.iter().map(|c| c.to_string()).collect(),
         });
         while self.past.len() > HISTORY {
             self.past.pop_front();
@@ -210,7 +225,58 @@ mod tests {
     const MIN: i64 = 60_000;
 
     fn sig<'a>(heaviest: &'a str, alerted: &'a [String]) -> Signature<'a> {
-        Signature { heaviest, alerted }
+        Signature {
+            heaviest,
+            alerted,
+            lead: "",
+            channels: vec![],
+        }
+    }
+
+    fn led<'a>(alerted: &'a [String], channels: &[&'a str]) -> Signature<'a> {
+        Signature {
+            heaviest: &alerted[0],
+            alerted,
+            lead: channels[0],
+            channels: channels.to_vec(),
+        }
+    }
+
+    #[test]
+    fn the_same_event_leads_with_a_channel_the_other_claims() {
+        let cpu = one("cpu");
+        let (hrtimer, block, busy) = ("softirqs{type=HRTIMER}", "softirqs{type=BLOCK}", "busy");
+        // Two unrelated CPU episodes 47 minutes apart and a CPU saturation on that beat
+        // (live run 41): one subsystem, three different leads.
+        let mut h = History::default();
+        h.record("a", at(0.0), at(0.0) + 9_000, led(&cpu, &[hrtimer]));
+        h.record("b", at(47.0), at(47.0) + 9_000, led(&cpu, &[block]));
+        assert!(h.recognize(at(94.0), led(&cpu, &[busy])).is_none());
+        // A checkpoint led by its writes one time and by its dirty pages the next, each
+        // claiming both: one event.
+        let (sm, ms) = (
+            vec!["storage".to_string(), "memory".to_string()],
+            vec!["memory".to_string(), "storage".to_string()],
+        );
+        let mut h = History::default();
+        h.record(
+            "a",
+            at(10.0),
+            at(10.0) + 20_000,
+            led(&sm, &["written", "dirty"]),
+        );
+        h.record(
+            "b",
+            at(20.0),
+            at(20.0) + 20_000,
+            led(&ms, &["dirty", "written"]),
+        );
+        assert!(h
+            .recognize(at(30.0), led(&sm, &["written", "dirty"]))
+            .is_some());
+        assert!(h
+            .recognize(at(30.0), led(&sm, &["read", "dirty"]))
+            .is_none());
     }
 
     fn one(sub: &str) -> Vec<String> {

@@ -322,10 +322,17 @@ fn open_episode(windows: &[Verdict], window_ms: i64) -> OpenEpisode {
     }
 }
 
+/// An episode's signature: its subsystems, and the channels its claims lead with (a claim is
+/// `channel (subsystem): what moved`).
 fn signature(ep: &OpenEpisode) -> Signature<'_> {
+    fn channel(claim: &str) -> &str {
+        claim.split(" (").next().unwrap_or("")
+    }
     Signature {
         heaviest: &ep.subsystem,
         alerted: &ep.subsystems,
+        lead: ep.claims.get(&ep.subsystem).map_or("", |c| channel(c)),
+        channels: ep.claims.values().map(|c| channel(c)).collect(),
     }
 }
 
@@ -368,7 +375,7 @@ mod tests {
             subsystems: vec![(sub.into(), 1.0)],
             summary: format!("claim {end_s}"),
             description: String::new(),
-            claims: vec![(sub.into(), format!("{sub} claim {end_s}"))],
+            claims: vec![(sub.into(), format!("{sub} ({sub}): claim {end_s}"))],
             hints: vec![(sub.into(), format!("{sub} hint {end_s}"))],
         }
     }
@@ -579,7 +586,7 @@ mod tests {
         );
         assert_eq!(ep.subsystems, ["cpu", "storage"]);
         // The joining subsystem's claim and its hint come from the same window.
-        assert_eq!(ep.claims["storage"], "storage claim 6");
+        assert_eq!(ep.claims["storage"], "storage (storage): claim 6");
         assert_eq!(ep.hints["storage"], "storage hint 6");
     }
 
@@ -639,7 +646,7 @@ mod tests {
         w.hints.clear();
         let _ = t.observe(w);
         let ep = &t.open()[0];
-        assert_eq!(ep.claims["cpu"], "cpu claim 3");
+        assert_eq!(ep.claims["cpu"], "cpu (cpu): claim 3");
         assert!(ep.hints.is_empty(), "{:?}", ep.hints);
     }
 }
